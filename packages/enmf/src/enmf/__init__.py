@@ -1,0 +1,1 @@
+"""eNMF: exterior nonnegative matrix factorization."""

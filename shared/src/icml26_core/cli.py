@@ -1,0 +1,163 @@
+"""The ``icml26`` command: list, run and report the papers' experiments.
+
+Examples:
+    icml26 list
+    icml26 run enmf                      # default scale, < 10 min on 2 CPU cores
+    icml26 run enmf --scale smoke        # < 30 s
+    icml26 run --all --scale smoke
+    icml26 report --readme               # results/REPORT.md and package READMEs
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from icml26_core import registry
+from icml26_core.device import DEVICE_CHOICES, resolve_device
+from icml26_core.experiment import SCALES, RunContext, execute
+from icml26_core.report import README_START, find_results, print_result, update_readme, write_report
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line on bad usage (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"icml26: error: {message}\n")
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"icml26: error: {message}", file=sys.stderr)
+    return code
+
+
+def _cmd_list(args: argparse.Namespace, console: Console) -> int:
+    table = RichTable(title="Registered experiments", title_justify="left")
+    for col in ("name", "version", "paper", "claim"):
+        table.add_column(col)
+    broken = 0
+    for info in registry.load_all():
+        if info.experiment is None:
+            broken += 1
+            table.add_row(info.name, info.version, "[red]failed to load[/red]", info.error or "")
+        else:
+            exp = info.experiment
+            table.add_row(info.name, info.version, exp.title, exp.claim)
+    console.print(table)
+    if broken:
+        console.print(f"[yellow]warning: {broken} experiment(s) failed to load[/yellow]")
+    return 0
+
+
+def _run_one(name: str, args: argparse.Namespace, console: Console, out: Path) -> int:
+    info = registry.load(name)
+    if info.experiment is None:
+        console.print(f"[red]{name}: failed to load: {info.error}[/red]")
+        return 1
+    ctx = RunContext(scale=args.scale, device=args.device, seed=args.seed, out_dir=out,
+                     console=console)
+    console.rule(f"{name} {info.version} (scale {args.scale}, device {args.device})")
+    try:
+        result = execute(info.experiment, ctx, version=info.version)
+    except KeyboardInterrupt:
+        raise
+    except Exception:
+        console.print(f"[red]{name}: the experiment raised[/red]")
+        console.print(traceback.format_exc(), markup=False, highlight=False)
+        return 1
+    print_result(result, console)
+    console.print(f"[dim]{result.elapsed_s:.1f} s; results in {out}/result.json and result.md[/dim]")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+    try:
+        args.device = resolve_device(args.device)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if args.all == bool(args.name):
+        return _fail("give exactly one experiment NAME, or --all")
+    known = registry.names()
+    names = known if args.all else [args.name]
+    for n in names:
+        if n not in known:
+            return _fail(f"no experiment named {n!r}; registered: {', '.join(known) or 'none'}")
+    base = Path(args.out) if args.out else Path("results")
+    failed = []
+    for n in names:
+        out = base / n if (args.all or not args.out) else base
+        if _run_one(n, args, console, out) != 0:
+            failed.append(n)
+    if failed:
+        console.print(f"[red]failed: {', '.join(failed)}[/red]")
+        return 1
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+    results_dir = Path(args.results)
+    try:
+        path = write_report(results_dir)
+    except FileNotFoundError as exc:
+        return _fail(str(exc))
+    console.print(f"wrote {path}")
+    if args.readme:
+        from icml26_core.experiment import Result
+
+        for rpath in find_results(results_dir):
+            result = Result.read(rpath)
+            pkg = Path(args.packages) / result.name
+            readme = pkg / "README.md"
+            if not readme.is_file() or README_START not in readme.read_text():
+                console.print(f"[yellow]skip {result.name}: no README with result markers[/]")
+                continue
+            figdir = pkg / "docs"
+            if result.figures:
+                figdir.mkdir(exist_ok=True)
+                for fig in result.figures:
+                    shutil.copy2(rpath.parent / fig, figdir / fig)
+            changed = update_readme(readme, result, figure_prefix="docs/")
+            console.print(f"{'updated' if changed else 'unchanged'} {readme}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser of the ``icml26`` command."""
+    p = _Parser(prog="icml26", description="Run and report the icml26-optim experiments.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("list", help="list registered experiments")
+    r = sub.add_parser("run", help="run one experiment (or --all)")
+    r.add_argument("name", nargs="?", help="experiment name (see `icml26 list`)")
+    r.add_argument("--all", action="store_true", help="run every registered experiment")
+    r.add_argument("--scale", choices=SCALES, default="default",
+                   help="smoke (<30 s), default (<10 min on 2 CPU cores) or full (paper, GPU)")
+    r.add_argument("--device", default="auto", help=f"one of {DEVICE_CHOICES} or cuda:N")
+    r.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
+    r.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    rep = sub.add_parser("report", help="gather results into results/REPORT.md")
+    rep.add_argument("--results", default="results", help="folder of results (default results)")
+    rep.add_argument("--readme", action="store_true",
+                     help="also rewrite each package README's results section")
+    rep.add_argument("--packages", default="packages", help="folder of the packages")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``icml26`` command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    console = Console()
+    if args.command == "run" and args.seed < 0:
+        return _fail(f"--seed must be nonnegative, got {args.seed}")
+    handlers = {"list": _cmd_list, "run": _cmd_run, "report": _cmd_report}
+    return handlers[args.command](args, console)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""Test helpers shared by every package: conformance checks and fixtures.
+
+The fixtures and the ``gpu`` marker live in :mod:`icml26_core.testing.plugin`,
+which the workspace's root ``conftest.py`` loads explicitly (never through a
+``pytest11`` entry point, which would change every user's test runs).
+"""
+
+from icml26_core.testing.experiments import check_experiment
+
+__all__ = ["check_experiment"]
