@@ -1,0 +1,24 @@
+"""Every package registers exactly one experiment, under its own name, and it loads."""
+
+from icml26_core import registry
+
+
+def test_there_are_packages(root):
+    assert list((root / "packages").glob("*/pyproject.toml")), "no packages under packages/"
+
+
+def test_package_names_agree_and_experiment_loads(pkg, meta):
+    name = meta["name"]
+    assert pkg.name == name, "folder and distribution names must agree"
+    imp = name.replace("-", "_")
+    assert (pkg / "src" / imp / "__init__.py").is_file(), f"import name must be {imp}"
+    eps = meta.get("entry-points", {}).get("icml26.experiments", {})
+    assert list(eps) == [name], f"{name} must register one experiment named {name!r}"
+    assert eps[name] == f"{imp}.experiment:EXPERIMENT"
+    deps = meta.get("dependencies", [])
+    assert any(d.replace(" ", "").startswith("icml26-core>=") and "<" in d for d in deps), (
+        f"{name} must depend on icml26-core by a range capped at the next major version"
+    )
+    info = registry.load(name)
+    assert info.experiment is not None, info.error
+    assert info.experiment.name == name

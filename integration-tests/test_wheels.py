@@ -1,0 +1,70 @@
+"""Each package installs alone from its own wheel and passes its tests there.
+
+uv cannot stop a member from importing what only another member declares, so each
+package is built into a wheel, installed into a fresh virtual environment with only
+the core's wheel and its declared dependencies (plus its `repro` extra), and its tests
+are run there, outside the workspace.
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100"]
+
+
+def _run(cmd, **kw):
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+    if proc.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
+                    f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def core_wheel(uv, root, tmp_path_factory):
+    out = tmp_path_factory.mktemp("core-dist")
+    _run([uv, "build", "--package", "icml26-core", "--wheel", "--no-sources", "-o", str(out)],
+         cwd=root)
+    return next(out.glob("icml26_core-*.whl"))
+
+
+def _declares(deps, dist):
+    pat = re.compile(rf"^{re.escape(dist)}\b", re.I)
+    return any(pat.match(d.strip()) for d in deps)
+
+
+def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path):
+    name, imp = meta["name"], meta["name"].replace("-", "_")
+    _run([uv, "build", "--package", name, "--wheel", "--no-sources", "-o", str(tmp_path / "dist")],
+         cwd=root)
+    wheel = next((tmp_path / "dist").glob(f"{imp}-*.whl"))
+    venv = tmp_path / "venv"
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    _run([uv, "venv", "--python", py, "-q", str(venv)])
+    python = venv / "bin" / "python"
+    _run([uv, "pip", "install", "--python", str(python), "-q", str(core_wheel),
+          f"{wheel}[repro]", *TEST_TOOLS])
+    # torch only where the package (or its extra) declares it
+    all_deps = meta.get("dependencies", []) + sum(meta.get("optional-dependencies", {}).values(), [])
+    if not any(_declares([d], "torch") or "[torch" in d for d in all_deps):
+        probe = _run([str(python), "-c", "import importlib.util as u; print(u.find_spec('torch'))"])
+        assert probe.stdout.strip() == "None", f"{name} pulled torch without declaring it"
+    # the tests run from a copy, so `import <pkg>` can only find the installed wheel
+    tests = tmp_path / "tests"
+    shutil.copytree(pkg / "tests", tests)
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\naddopts = --import-mode=importlib --strict-markers -m 'not slow and not gpu'\n"
+        "markers =\n    slow: slow\n    gpu: needs CUDA\n"
+    )
+    proc = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "icml26_core.testing.plugin",
+         "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), str(tests)],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, f"{name}'s tests failed from its wheel:\n{proc.stdout[-6000:]}"
+    imported = _run([str(python), "-c", f"import {imp}; print({imp}.__file__)"]).stdout
+    assert "site-packages" in imported
