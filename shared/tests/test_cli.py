@@ -1,0 +1,80 @@
+import subprocess
+import sys
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from icml26_core import Experiment, Result, registry
+from icml26_core.cli import main
+from icml26_core.experiment import Claim, Table
+
+
+def _run(ctx):
+    t = Table("t", ["m"], [{"m": ctx.scale}])
+    return Result(tables=[t], claims=[Claim.check("s", "r", {"x": 1}, lambda v: v["x"] == 1)])
+
+
+GOOD = Experiment("good", "A good paper", "it works", _run)
+
+
+@pytest.fixture
+def fake_registry(monkeypatch):
+    eps = {
+        "good": EntryPoint("good", "test_cli_helpers:GOOD", registry.GROUP),
+        "broken": EntryPoint("broken", "no_such_module_xyz:EXP", registry.GROUP),
+    }
+    monkeypatch.setattr(registry, "_entry_points", lambda: eps)
+    # make `test_cli_helpers:GOOD` importable
+    mod = type(sys)("test_cli_helpers")
+    mod.GOOD = GOOD
+    monkeypatch.setitem(sys.modules, "test_cli_helpers", mod)
+    return eps
+
+
+def test_list_survives_a_broken_plugin(fake_registry, capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "good" in out and "broken" in out and "failed to load" in out
+
+
+def test_run_writes_results(fake_registry, tmp_path, capsys):
+    assert main(["run", "good", "--scale", "smoke", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "result.json").is_file()
+    assert "HOLDS" in capsys.readouterr().out
+
+
+def test_run_unknown_name_is_one_line_error(fake_registry, capsys):
+    assert main(["run", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no experiment named 'nope'" in err
+
+
+def test_run_broken_plugin_fails(fake_registry, tmp_path):
+    assert main(["run", "broken", "--device", "cpu", "--out", str(tmp_path)]) == 1
+
+
+def test_run_bad_device(fake_registry, capsys):
+    assert main(["run", "good", "--device", "tpu"]) == 2
+    assert "device must be one of" in capsys.readouterr().err
+
+
+def test_run_needs_name_or_all(fake_registry, capsys):
+    assert main(["run"]) == 2
+    assert main(["run", "good", "--all"]) == 2
+
+
+def test_run_negative_seed(fake_registry, capsys):
+    assert main(["run", "good", "--seed", "-1"]) == 2
+
+
+def test_report_without_results(tmp_path, capsys):
+    assert main(["report", "--results", str(tmp_path)]) == 2
+
+
+def test_bad_scale_exits_2_with_one_line():
+    proc = subprocess.run(
+        [sys.executable, "-m", "icml26_core.cli", "run", "x", "--scale", "huge"],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "invalid choice" in proc.stderr
