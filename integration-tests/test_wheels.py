@@ -49,7 +49,8 @@ def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path)
     _run([uv, "pip", "install", "--python", str(python), "-q", str(core_wheel),
           f"{wheel}[repro]", *TEST_TOOLS])
     # torch only where the package (or its extra) declares it
-    all_deps = meta.get("dependencies", []) + sum(meta.get("optional-dependencies", {}).values(), [])
+    extras = meta.get("optional-dependencies", {}).values()
+    all_deps = meta.get("dependencies", []) + [d for group in extras for d in group]
     if not any(_declares([d], "torch") or "[torch" in d for d in all_deps):
         probe = _run([str(python), "-c", "import importlib.util as u; print(u.find_spec('torch'))"])
         assert probe.stdout.strip() == "None", f"{name} pulled torch without declaring it"

@@ -4,7 +4,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from icml26_core import seed_everything
 from icml26_core._lazy import MissingExtraError, require
 from icml26_core.device import resolve_device

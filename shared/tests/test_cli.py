@@ -3,7 +3,6 @@ import sys
 from importlib.metadata import EntryPoint
 
 import pytest
-
 from icml26_core import Experiment, Result, registry
 from icml26_core.cli import main
 from icml26_core.experiment import Claim, Table

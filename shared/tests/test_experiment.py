@@ -3,7 +3,6 @@ import math
 
 import numpy as np
 import pytest
-
 from icml26_core import Claim, Experiment, Result, RunContext, Table
 from icml26_core.experiment import execute, format_value
 from icml26_core.report import README_END, README_START, update_readme, write_report

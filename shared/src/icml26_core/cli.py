@@ -73,7 +73,7 @@ def _run_one(name: str, args: argparse.Namespace, console: Console, out: Path) -
         console.print(traceback.format_exc(), markup=False, highlight=False)
         return 1
     print_result(result, console)
-    console.print(f"[dim]{result.elapsed_s:.1f} s; results in {out}/result.json and result.md[/dim]")
+    console.print(f"[dim]{result.elapsed_s:.1f} s; results in {out}/[/dim]")
     return 0
 
 
