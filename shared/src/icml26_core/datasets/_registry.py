@@ -1,0 +1,133 @@
+"""The registry of datasets: name, kind, loader, extra, shape, source and license.
+
+It powers ``icml26 data list`` and the errors for unknown names. Availability is
+checked without importing the carriers (``importlib.util.find_spec``), so listing is
+fast and never loads data.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DatasetInfo", "dataset_info", "list_datasets", "register"]
+
+KINDS = ("tabular", "image", "text", "graph", "power_grid", "game")
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What the registry knows about one dataset.
+
+    Attributes:
+        name: Name passed to the loader, lower case (e.g. ``"diabetes"``).
+        kind: One of ``"tabular"``, ``"image"``, ``"text"``, ``"graph"``,
+            ``"power_grid"``, ``"game"``.
+        loader: Dotted path of the loader function, called as ``loader(name)``.
+        extra: Extra of ``icml26-core`` that installs the carrier package.
+        modules: Modules that must be importable for the dataset to be available.
+        shape: Shape of what the loader returns, in words (e.g. ``"X (442, 10), y (442,)"``).
+        source: Where the data comes from (the carrier package and the original source).
+        license: License of the data.
+        description: One line on what it is.
+        files: Callable returning a list of files that must exist (checked lazily),
+            for data that a carrier may or may not ship.
+    """
+
+    name: str
+    kind: str
+    loader: str
+    extra: str
+    modules: tuple[str, ...]
+    shape: str
+    source: str
+    license: str
+    description: str = ""
+    files: Callable[[], list[str]] | None = field(default=None, compare=False, repr=False)
+
+    def available(self) -> bool:
+        """True when the carrier modules are installed (nothing is imported or loaded)."""
+        try:
+            if not all(importlib.util.find_spec(m) is not None for m in self.modules):
+                return False
+        except (ImportError, ValueError):
+            return False
+        if self.files is not None:
+            from pathlib import Path
+
+            try:
+                return all(Path(f).is_file() for f in self.files())
+            except Exception:
+                return False
+        return True
+
+    def load(self, **kwargs: Any) -> Any:
+        """Call the loader on this dataset's name."""
+        module, _, func = self.loader.rpartition(".")
+        return getattr(importlib.import_module(module), func)(self.name, **kwargs)
+
+
+_LOADER_MODULES = ("tabular", "images", "text", "games")
+_REGISTRY: dict[tuple[str, str], DatasetInfo] = {}
+
+
+def register(info: DatasetInfo) -> DatasetInfo:
+    """Add a dataset to the registry (idempotent for an identical entry).
+
+    Raises:
+        ValueError: If ``info.kind`` is unknown or another entry has the same kind and name.
+    """
+    if info.kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {info.kind!r}")
+    key = (info.kind, info.name)
+    if key in _REGISTRY and _REGISTRY[key] != info:
+        raise ValueError(f"a {info.kind} dataset named {info.name!r} is already registered")
+    _REGISTRY[key] = info
+    return info
+
+
+def _ensure_loaded() -> None:
+    # Each loader module registers its datasets on import; importing them is cheap
+    # because the carriers themselves are imported lazily inside the loaders.
+    for module in _LOADER_MODULES:
+        importlib.import_module(f"icml26_core.datasets.{module}")
+
+
+def list_datasets(kind: str | None = None) -> list[DatasetInfo]:
+    """Every registered dataset, optionally of one kind, in registration order.
+
+    Args:
+        kind: Restrict to this kind (see ``DatasetInfo.kind``), or None for all.
+
+    Raises:
+        ValueError: If ``kind`` is not a known kind.
+    """
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
+    _ensure_loaded()
+    infos = [i for i in _REGISTRY.values() if kind is None or i.kind == kind]
+    return sorted(infos, key=lambda i: KINDS.index(i.kind))  # stable: keeps name order
+
+
+def dataset_info(kind: str, name: str) -> DatasetInfo:
+    """Look up one dataset; the error for an unknown name lists the known ones.
+
+    Args:
+        kind: Kind of dataset (e.g. ``"tabular"``).
+        name: Its name, case-insensitive.
+
+    Raises:
+        TypeError: If ``name`` is not a string.
+        ValueError: If no dataset of that kind has that name.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    _ensure_loaded()
+    key = (kind, name.strip().lower())
+    if key not in _REGISTRY:
+        known = ", ".join(i.name for i in list_datasets(kind))
+        raise ValueError(f"unknown {kind} dataset {name!r}; known: {known}")
+    return _REGISTRY[key]
