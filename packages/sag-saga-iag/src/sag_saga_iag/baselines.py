@@ -1,0 +1,145 @@
+"""Baselines beside the aggregated-gradient methods, and the high-precision optimum.
+
+- :func:`gradient_descent`: full gradient steps, one per epoch (n gradient evaluations).
+- :func:`sgd`: stochastic gradient with the decreasing step min(1/L_max, 2/(mu (k + 1)))
+  (sublinear, the classical O(1/k) schedule for strongly convex sums).
+- :func:`reference_optimum`: the optimum to near machine precision by an independent
+  route: scipy's L-BFGS, then Newton's method with the exact Hessian and a backtracking
+  line search, stopped when the gradient no longer decreases.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+from sag_saga_iag import _kernels
+from sag_saga_iag._validation import check_count, check_positive
+from sag_saga_iag.problems import LinearModelProblem
+from sag_saga_iag.sampling import Sampler, make_sampler
+from sag_saga_iag.solvers import SolverResult
+
+
+def _history(problem: LinearModelProblem, f_star: float | None) -> dict[str, list[float]]:
+    hist: dict[str, list[float]] = {"epoch": [], "grad_evals": [], "time_s": [], "objective": []}
+    if f_star is not None:
+        hist["suboptimality"] = []
+    return hist
+
+
+def _record(hist: dict[str, list[float]], problem: LinearModelProblem, x: np.ndarray,
+            epoch: int, evals: int, elapsed: float, f_star: float | None) -> None:
+    val = problem.value(x)
+    hist["epoch"].append(epoch)
+    hist["grad_evals"].append(evals)
+    hist["time_s"].append(elapsed)
+    hist["objective"].append(val)
+    if f_star is not None:
+        hist["suboptimality"].append(val - f_star)
+
+
+def gradient_descent(
+    problem: LinearModelProblem,
+    *,
+    n_epochs: int = 100,
+    step_size: float | None = None,
+    f_star: float | None = None,
+) -> SolverResult:
+    """Full gradient descent x <- x - gamma grad f(x) from 0, gamma = 1/L by default.
+
+    Args:
+        problem: The linear model.
+        n_epochs: Iterations (each costs n per-sample gradients).
+        step_size: gamma > 0; None means 1/L.
+        f_star: Optimal value, to record the suboptimality.
+
+    Returns:
+        A :class:`~sag_saga_iag.solvers.SolverResult` (method ``"gd"``).
+    """
+    n_epochs = check_count(n_epochs, "n_epochs")
+    gamma = 1.0 / problem.smoothness().L if step_size is None else check_positive(step_size, "step_size")
+    x = np.zeros(problem.dim)
+    hist = _history(problem, f_star)
+    elapsed = 0.0
+    _record(hist, problem, x, 0, 0, elapsed, f_star)
+    for epoch in range(1, n_epochs + 1):
+        t0 = time.perf_counter()
+        x -= gamma * problem.gradient(x)
+        elapsed += time.perf_counter() - t0
+        _record(hist, problem, x, epoch, problem.n * epoch, elapsed, f_star)
+    return SolverResult(x, "gd", "full", gamma, n_epochs, False, 0,
+                        {k: np.asarray(v) for k, v in hist.items()})
+
+
+def sgd(
+    problem: LinearModelProblem,
+    *,
+    n_epochs: int = 100,
+    sampling: str | Sampler = "uniform",
+    random_state: Any = None,
+    f_star: float | None = None,
+) -> SolverResult:
+    """SGD from 0 with step min(1/L_max, 2/(mu (k + 1))) at step k (mu = L_max/n if unknown).
+
+    Returns:
+        A :class:`~sag_saga_iag.solvers.SolverResult` (method ``"sgd"``).
+    """
+    n_epochs = check_count(n_epochs, "n_epochs")
+    s = problem.smoothness()
+    mu = s.mu if s.mu else s.L_max / problem.n
+    sampler = make_sampler(sampling, problem.n, random_state)
+    x = np.zeros(problem.dim)
+    hist = _history(problem, f_star)
+    elapsed = 0.0
+    _record(hist, problem, x, 0, 0, elapsed, f_star)
+    loss = _kernels.LOGISTIC if problem.loss == "logistic" else _kernels.SQUARED
+    n = problem.n
+    for epoch in range(1, n_epochs + 1):
+        k = np.arange((epoch - 1) * n, epoch * n, dtype=np.float64)
+        steps = np.minimum(1.0 / s.L_max, 2.0 / (mu * (k + 1.0)))
+        idx = sampler.epoch()
+        t0 = time.perf_counter()
+        _kernels.sgd_epoch(problem.A, problem.y, x, idx, steps, problem.alpha,
+                           problem.nonconvex, problem.penalized, loss)
+        elapsed += time.perf_counter() - t0
+        _record(hist, problem, x, epoch, n * epoch, elapsed, f_star)
+    return SolverResult(x, "sgd", sampler.name, 1.0 / s.L_max, n_epochs, False, 0,
+                        {k: np.asarray(v) for k, v in hist.items()})
+
+
+def reference_optimum(problem: LinearModelProblem, *, max_newton: int = 50) -> tuple[np.ndarray, float]:
+    """Minimizer and minimum of a convex ``problem`` to near machine precision.
+
+    L-BFGS (scipy, gtol 1e-10) followed by damped Newton steps with the exact Hessian,
+    kept while they decrease the gradient norm.
+
+    Returns:
+        (x_star of shape (dim,), f_star).
+
+    Raises:
+        ValueError: If the problem has the non-convex regularizer.
+    """
+    if problem.nonconvex:
+        raise ValueError("reference_optimum needs a convex problem (nonconvex=0)")
+    res = minimize(problem.value, np.zeros(problem.dim), jac=problem.gradient, method="L-BFGS-B",
+                   options={"gtol": 1e-10, "ftol": 0.0, "maxiter": 20_000})
+    x = res.x
+    g = problem.gradient(x)
+    for _ in range(max_newton):
+        gnorm = np.linalg.norm(g)
+        if gnorm == 0.0:
+            break
+        H = problem.hessian(x)
+        step = np.linalg.solve(H + 1e-300 * np.eye(problem.dim), g)
+        t, f0 = 1.0, problem.value(x)
+        while t > 1e-8 and problem.value(x - t * step) > f0 + 1e-12 * abs(f0):
+            t *= 0.5
+        x_new = x - t * step
+        g_new = problem.gradient(x_new)
+        if np.linalg.norm(g_new) >= gnorm:
+            break
+        x, g = x_new, g_new
+    return x, problem.value(x)
