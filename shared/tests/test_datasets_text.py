@@ -35,6 +35,22 @@ def test_wikipedia_is_clean_plain_text_split_by_document(wiki):
     assert "Anarchism" in wiki.train_titles + wiki.validation_titles
 
 
+def test_shakespeare_plays_as_plain_text():
+    corpus = load_text("shakespeare")
+    titles = corpus.train_titles + corpus.validation_titles
+    assert len(titles) == 38 and "Hamlet" in titles and "Measure For Measure" in titles
+    assert not set(corpus.train_titles) & set(corpus.validation_titles)
+    assert 4_500_000 < corpus.meta["n_chars"] < 5_500_000
+    hamlet = (corpus.train + corpus.validation)[titles.index("Hamlet")]
+    assert hamlet.startswith("Hamlet\n\nACT I\n\nSCENE I. Elsinore.")
+    assert "BERNARDO:\nWho's there?" in hamlet
+    assert "To be, or not to be" in hamlet
+    for doc in corpus.train + corpus.validation:
+        for markup in ("**", "##", "\\", "_"):
+            assert markup not in doc
+        assert "  \n" not in doc
+
+
 def test_split_depends_on_seed_and_fraction(wiki):
     other = load_text("wikipedia", seed=1, validation_fraction=0.2)
     assert other.validation_titles != wiki.validation_titles

