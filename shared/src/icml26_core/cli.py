@@ -157,7 +157,8 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
                     status = f"[red]load failed: {escape(f'{type(exc).__name__}: {exc}')}[/red]"
         else:
             missing += 1
-            status = f"[yellow]no: {escape(f"pip install 'icml26-core[{info.extra}]'")}[/yellow]"
+            hint = escape(f"pip install 'icml26-core[{info.extra}]'")
+            status = f"[yellow]no: {hint}[/yellow]"
         table.add_row(info.kind, info.name, escape(info.shape), status, escape(info.call),
                       escape(info.license))
     console.print(table)
