@@ -1,0 +1,263 @@
+"""A small AlphaZero-style self-play trainer, and a cache of trained networks.
+
+Each iteration plays games against itself with a search (RMCTS by default, since it is
+the fast one; MCTS-UCB on request), with Dirichlet noise at the root and moves sampled
+from the root policy for the first ``sample_moves`` plies, then fits the network to the
+root policies (cross-entropy) and the final outcomes (squared error) of a replay buffer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rmcts.evaluators import NetworkEvaluator, PolicyValueNet
+from rmcts.games import encode_states, load_game
+from rmcts.search import MCTS, RMCTS
+
+__all__ = ["SelfPlayConfig", "load_or_train", "train_selfplay"]
+
+
+@dataclass(frozen=True)
+class SelfPlayConfig:
+    """Hyperparameters of :func:`train_selfplay` (all part of the cache key).
+
+    Attributes:
+        iterations: Self-play / training rounds.
+        games_per_iteration: Self-play games per round.
+        simulations: Search budget per self-play move.
+        batch_size: Evaluator batch size of the search.
+        search: ``"rmcts"`` or ``"mcts"``.
+        c: Exploration constant of the search.
+        dirichlet_alpha: Root noise concentration.
+        sample_moves: Plies at the start of a game whose move is sampled from the policy.
+        epochs: Passes over the replay buffer per round.
+        buffer_size: Most recent positions kept for training.
+        minibatch: Training minibatch size.
+        lr: Adam learning rate.
+        weight_decay: Adam weight decay.
+        hidden: Width of the network.
+        layers: Residual blocks of the network.
+        seed: Seed of the network initialization, noise and sampling.
+    """
+
+    iterations: int = 10
+    games_per_iteration: int = 20
+    simulations: int = 32
+    batch_size: int = 8
+    search: str = "rmcts"
+    c: float = 1.25
+    dirichlet_alpha: float = 0.5
+    sample_moves: int = 4
+    epochs: int = 4
+    buffer_size: int = 20000
+    minibatch: int = 128
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    hidden: int = 128
+    layers: int = 2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in (
+            "iterations",
+            "games_per_iteration",
+            "simulations",
+            "batch_size",
+            "epochs",
+            "buffer_size",
+            "minibatch",
+            "hidden",
+            "layers",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.search not in ("rmcts", "mcts"):
+            raise ValueError(f"search must be 'rmcts' or 'mcts', got {self.search!r}")
+        if self.sample_moves < 0:
+            raise ValueError(f"sample_moves must be >= 0, got {self.sample_moves}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+
+
+def _play_game(game: Any, search: Any, cfg: SelfPlayConfig, rng: np.random.Generator) -> tuple:
+    state = game.new_initial_state()
+    observations, policies, players = [], [], []
+    ply = 0
+    while not state.is_terminal():
+        res = search.search(state)
+        observations.append(encode_states([state])[0])
+        policies.append(res.policy.astype(np.float32))
+        players.append(state.current_player())
+        if ply < cfg.sample_moves:
+            action = int(rng.choice(len(res.policy), p=res.policy / res.policy.sum()))
+        else:
+            action = res.action
+        state.apply_action(action)
+        ply += 1
+    returns = state.returns()
+    outcomes = np.array([returns[p] for p in players], dtype=np.float32)
+    return np.stack(observations), np.stack(policies), outcomes
+
+
+def train_selfplay(
+    game: str | Any,
+    config: SelfPlayConfig | None = None,
+    *,
+    device: str = "cpu",
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+) -> tuple[torch.nn.Module, dict[str, np.ndarray]]:
+    """Train a :class:`PolicyValueNet` on ``game`` by self-play.
+
+    Args:
+        game: Game name or ``pyspiel.Game``.
+        config: Hyperparameters; defaults of :class:`SelfPlayConfig` if None.
+        device: Where the network trains and evaluates (``"cpu"``, ``"cuda"``, ...).
+        progress: Optional wrapper ``progress(iterable, description)`` for a progress bar
+            (e.g. ``RunContext.progress``).
+
+    Returns:
+        ``(net, log)``: the trained network (eval mode, on ``device``) and float64 arrays
+        ``policy_loss``, ``value_loss`` (per iteration), ``positions`` and ``seconds``.
+
+    Example:
+        >>> cfg = SelfPlayConfig(iterations=1, games_per_iteration=1, simulations=4, epochs=1)
+        >>> net, log = train_selfplay("tic_tac_toe", cfg)
+        >>> log["policy_loss"].shape
+        (1,)
+    """
+    cfg = config if config is not None else SelfPlayConfig()
+    game = load_game(game)
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    obs_size = int(np.prod(game.observation_tensor_shape()))
+    num_actions = game.num_distinct_actions()
+    dev = torch.device(device)
+    net = PolicyValueNet(obs_size, num_actions, cfg.hidden, cfg.layers).to(dev)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    evaluator = NetworkEvaluator(net, device)
+    search_cls = RMCTS if cfg.search == "rmcts" else MCTS
+    search = search_cls(
+        evaluator,
+        simulations=cfg.simulations,
+        batch_size=cfg.batch_size,
+        c=cfg.c,
+        dirichlet_alpha=cfg.dirichlet_alpha,
+        seed=cfg.seed,
+    )
+    buf_obs = np.zeros((0, obs_size), dtype=np.float32)
+    buf_pol = np.zeros((0, num_actions), dtype=np.float32)
+    buf_z = np.zeros(0, dtype=np.float32)
+    log: dict[str, list[float]] = {"policy_loss": [], "value_loss": [], "positions": []}
+    t0 = time.perf_counter()
+    rounds: Iterable[int] = range(cfg.iterations)
+    if progress is not None:
+        rounds = progress(rounds, f"self-play {game.get_type().short_name}")
+    for _ in rounds:
+        net.eval()
+        for _ in range(cfg.games_per_iteration):
+            o, p, z = _play_game(game, search, cfg, rng)
+            buf_obs = np.concatenate([buf_obs, o])[-cfg.buffer_size :]
+            buf_pol = np.concatenate([buf_pol, p])[-cfg.buffer_size :]
+            buf_z = np.concatenate([buf_z, z])[-cfg.buffer_size :]
+        net.train()
+        x_all = torch.from_numpy(buf_obs).to(dev)
+        p_all = torch.from_numpy(buf_pol).to(dev)
+        z_all = torch.from_numpy(buf_z).to(dev)
+        pl_sum, vl_sum, steps = 0.0, 0.0, 0
+        for _ in range(cfg.epochs):
+            order = torch.from_numpy(rng.permutation(len(buf_z))).to(dev)
+            for start in range(0, len(order), cfg.minibatch):
+                idx = order[start : start + cfg.minibatch]
+                logits, values = net(x_all[idx])
+                policy_loss = -(p_all[idx] * torch.log_softmax(logits, dim=-1)).sum(-1).mean()
+                value_loss = torch.mean((values - z_all[idx]) ** 2)
+                opt.zero_grad(set_to_none=True)
+                (policy_loss + value_loss).backward()
+                opt.step()
+                pl_sum += float(policy_loss.detach())
+                vl_sum += float(value_loss.detach())
+                steps += 1
+        log["policy_loss"].append(pl_sum / max(steps, 1))
+        log["value_loss"].append(vl_sum / max(steps, 1))
+        log["positions"].append(float(len(buf_z)))
+    net.eval()
+    out = {k: np.asarray(v, dtype=np.float64) for k, v in log.items()}
+    out["seconds"] = np.array([time.perf_counter() - t0])
+    return net, out
+
+
+def _cache_folder() -> Path:
+    try:
+        from icml26_core.datasets.cache import cache_dir
+    except ImportError:  # an older core without the cache helper
+        root = os.environ.get("ICML26_CACHE") or Path.home() / ".cache" / "icml26"
+        path = Path(root) / "rmcts"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return cache_dir("rmcts")
+
+
+def load_or_train(
+    game: str,
+    config: SelfPlayConfig | None = None,
+    *,
+    device: str = "cpu",
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+) -> tuple[torch.nn.Module, dict[str, np.ndarray]]:
+    """Return the self-play network for ``(game, config)`` from the cache, training it once.
+
+    Weights are stored as plain numpy arrays (``.npz``, no pickle) in the icml26 cache
+    folder (``$ICML26_CACHE`` or the user cache), under ``rmcts/``.
+
+    Args:
+        game: Game name (part of the cache key).
+        config: Hyperparameters (part of the cache key).
+        device: Where the network is trained and returned.
+        progress: Optional progress-bar wrapper, see :func:`train_selfplay`.
+
+    Returns:
+        ``(net, log)`` as :func:`train_selfplay` returns them (``log`` from the cache on a hit).
+    """
+    if not isinstance(game, str):
+        raise TypeError(f"game must be a game name (str) for caching, got {type(game).__name__}")
+    cfg = config if config is not None else SelfPlayConfig()
+    key = json.dumps(
+        {"game": game, "torch": torch.__version__.split("+")[0], **asdict(cfg)}, sort_keys=True
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    safe = "".join(ch if ch.isalnum() else "_" for ch in game)
+    path = _cache_folder() / f"{safe}-{digest}.npz"
+    g = load_game(game)
+    obs_size = int(np.prod(g.observation_tensor_shape()))
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+            net = PolicyValueNet(obs_size, g.num_distinct_actions(), cfg.hidden, cfg.layers)
+            state = {
+                k[len("w:") :]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith("w:")
+            }
+            net.load_state_dict(state)
+            log = {k[len("log:") :]: v for k, v in arrays.items() if k.startswith("log:")}
+            return net.to(torch.device(device)).eval(), log
+        except (OSError, ValueError, KeyError, RuntimeError):
+            path.unlink(missing_ok=True)  # a corrupt or stale entry: train again
+    net, log = train_selfplay(g, cfg, device=device, progress=progress)
+    arrays = {f"w:{k}": v.detach().cpu().numpy() for k, v in net.state_dict().items()}
+    arrays.update({f"log:{k}": v for k, v in log.items()})
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
+    os.replace(tmp, path)
+    return net, log
