@@ -1,0 +1,196 @@
+"""The estimators: scikit-learn conformance, recovery, baselines' algebra, bad input."""
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from smave import MAVE, OPG, RMAVE, SMAVE, select_n_components, subspace_distance
+from smave._base import whitening
+from smave.baselines import _dense_projected_step, _solve_b_step
+
+
+def _single_index(rng, n=400, p=6, noise=0.0):
+    X = rng.standard_normal((n, p))
+    beta = np.zeros(p)
+    beta[:3] = [1.0, -1.0, 1.0]
+    beta /= np.linalg.norm(beta)
+    u = X @ beta
+    y = np.sin(1.5 * u) + 0.5 * u**2 + noise * rng.standard_normal(n)
+    return X, y, beta[None, :]
+
+
+@parametrize_with_checks(
+    [
+        SMAVE(max_iter=15, random_state=0),
+        SMAVE(variant="simplified", max_iter=15, random_state=0),
+        OPG(),
+        MAVE(max_iter=3),
+        RMAVE(max_iter=3),
+    ]
+)
+def test_sklearn_conformance(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        SMAVE(random_state=0),
+        SMAVE(variant="simplified", random_state=0),
+        RMAVE(),
+        OPG(),
+        MAVE(),
+    ],
+    ids=["smave", "smave-simplified", "rmave", "opg", "mave"],
+)
+def test_noiseless_single_index_recovered(rng, est):
+    X, y, B0 = _single_index(rng)
+    est.fit(X, y)
+    assert est.components_.shape == (1, 6)
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(1), atol=1e-10)
+    tol = 0.05 if not isinstance(est, OPG | MAVE) or isinstance(est, RMAVE) else 0.15
+    assert subspace_distance(est.components_, B0) < tol
+
+
+def test_smave_two_index_from_random_start(rng):
+    n, p = 1500, 5
+    X = rng.standard_normal((n, p))
+    y = X[:, 0] / (0.5 + (X[:, 1] + 1.5) ** 2) + (1 + X[:, 1]) ** 2 + 0.1 * rng.standard_normal(n)
+    est = SMAVE(n_components=2, init="random", max_iter=600, random_state=1).fit(X, y)
+    assert subspace_distance(est.components_, np.eye(p)[:2]) < 0.2
+    # the Riemannian gradient norm on the batches shrinks as the steps decay
+    g = est.grad_norm_history_
+    assert g[-50:].mean() < 0.5 * g[:50].mean()
+
+
+def test_components_live_in_x_coordinates(rng):
+    # scaling a feature must not change the estimated direction in X coordinates
+    X, y, B0 = _single_index(rng, n=600, noise=0.05)
+    scale = np.array([1.0, 10.0, 0.1, 3.0, 1.0, 1.0])
+    est = RMAVE().fit(X * scale, y)
+    B0_scaled = B0 / scale  # the index beta^T x = (beta / s)^T (s x)
+    assert subspace_distance(est.components_, B0_scaled) < 0.1
+    Xt = est.transform(X * scale)
+    np.testing.assert_allclose(Xt, (X * scale - est.mean_) @ est.components_.T)
+
+
+def test_user_init_and_no_mutation(rng):
+    X, y, B0 = _single_index(rng, noise=0.05)
+    X0, y0 = X.copy(), y.copy()
+    est = SMAVE(init=B0 + 0.1, max_iter=100, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    assert subspace_distance(est.components_, B0) < 0.1
+    with pytest.raises(ValueError, match="init must be a finite array of shape"):
+        SMAVE(init=np.ones((2, 6))).fit(X, y)
+
+
+def test_rmave_normal_equations_match_brute_force(rng):
+    # The moment-based B-step of RMAVE equals the explicit sum over all pairs (i, j).
+    n, p, d, h = 40, 4, 2, 0.7
+    Z = rng.standard_normal((n, p))
+    y = rng.standard_normal(n)
+    B, _ = np.linalg.qr(rng.standard_normal((p, d)))
+    A, rhs, crit = _dense_projected_step(Z, y, B, h, ridge=0.0)
+    P = Z @ B
+    K = np.exp(-0.5 * ((P[:, None] - P[None]) ** 2).sum(-1) / h**2)
+    W = K / K.sum(1, keepdims=True)
+    A_bf = np.zeros((d * p, d * p))
+    rhs_bf = np.zeros(d * p)
+    crit_bf = 0.0
+    for j in range(n):
+        D = Z - Z[j]
+        X1 = np.column_stack([np.ones(n), D @ B])
+        sw = np.sqrt(W[j])
+        theta = np.linalg.lstsq(X1 * sw[:, None], y * sw, rcond=None)[0]
+        a, b = theta[0], theta[1:]
+        crit_bf += np.sum(W[j] * (y - X1 @ theta) ** 2)
+        for i in range(n):
+            phi = np.kron(b, D[i])  # vec(D b^T), column-major
+            A_bf += W[j, i] * np.outer(phi, phi)
+            rhs_bf += W[j, i] * (y[i] - a) * phi
+    np.testing.assert_allclose(A.reshape(d * p, d * p), A_bf, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(rhs.T.reshape(-1), rhs_bf, rtol=1e-8, atol=1e-10)
+    assert crit == pytest.approx(crit_bf / n, rel=1e-8)
+    # the B-step solves them
+    Bn = _solve_b_step(A, rhs, p, d)
+    np.testing.assert_allclose(A_bf @ Bn.T.reshape(-1), rhs_bf, rtol=1e-6, atol=1e-8)
+
+
+def test_mave_criterion_decreases(rng):
+    X, y, _ = _single_index(rng, n=300, noise=0.2)
+    est = MAVE(max_iter=10, tol=0.0, ridge=1e-12).fit(X, y)
+    h = est.objective_history_
+    assert np.all(np.diff(h) <= 1e-9 * h[0])
+
+
+def test_opg_eigenvalues_concentrate_on_the_index(rng):
+    X, y, _ = _single_index(rng, n=800, noise=0.05)
+    ev = OPG().fit(X, y).eigenvalues_
+    assert ev[0] > 10 * ev[1]
+
+
+def test_whitening(rng):
+    X = rng.standard_normal((200, 4)) @ rng.standard_normal((4, 4))
+    X = np.column_stack([X, X[:, 0] + X[:, 1]])  # rank 4 in 5 features
+    Z, _, _ = whitening(X)
+    assert Z.shape == (200, 4)
+    np.testing.assert_allclose(Z.T @ Z / 200, np.eye(4), atol=1e-10)
+
+
+@pytest.mark.parametrize("cls", [SMAVE, OPG, MAVE, RMAVE])
+def test_bad_input(rng, cls):
+    X, y, _ = _single_index(rng, n=60)
+    with pytest.raises(ValueError, match="n_components=6 must be smaller than n_features=6"):
+        cls(n_components=6).fit(X, y)
+    with pytest.raises(ValueError, match="y is constant"):
+        cls().fit(X, np.full(60, 3.0))
+    Xn = X.copy()
+    Xn[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        cls().fit(Xn, y)
+    with pytest.raises(ValueError, match="n_samples=20 is too few"):
+        cls(n_neighbors=30).fit(X[:20], y[:20])
+    with pytest.raises(TypeError, match="n_components must be an int"):
+        cls(n_components=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="n_components must be >= 1"):
+        cls(n_components=0).fit(X, y)
+
+
+def test_bad_hyperparameters(rng):
+    X, y, _ = _single_index(rng, n=60)
+    with pytest.raises(ValueError, match="variant must be one of"):
+        SMAVE(variant="fast").fit(X, y)
+    with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
+        SMAVE(learning_rate=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="init must be"):
+        RMAVE(init="pca").fit(X, y)
+    with pytest.raises(TypeError, match="refine must be a bool"):
+        MAVE(refine="yes").fit(X, y)
+
+
+def test_select_n_components_finds_two(rng):
+    n = 300
+    X = rng.standard_normal((n, 4))
+    y = 2 * X[:, 0] + 2 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+    sel = select_n_components(RMAVE(max_iter=5), X, y, [1, 2, 3], random_state=0)
+    assert sel.best == 2
+    assert sel.mean_error[1] < sel.mean_error[0]
+    with pytest.raises(ValueError, match="candidates must be"):
+        select_n_components(OPG(), X, y, [4])
+
+
+def test_subspace_distance():
+    e = np.eye(4)
+    assert subspace_distance(e[:2], e[:2]) == pytest.approx(0.0, abs=1e-12)
+    assert subspace_distance(e[:2], e[2:]) == pytest.approx(2.0)  # sqrt(k + k0)
+    # basis invariance and principal angle formula sqrt(2) sin(theta)
+    theta = 0.3
+    v = np.array([np.cos(theta), np.sin(theta), 0, 0])
+    assert subspace_distance(v, e[0]) == pytest.approx(np.sqrt(2) * np.sin(theta))
+    assert subspace_distance(np.array([[1.0, 1, 0, 0], [1, -1, 0, 0]]), 3 * e[:2]) == pytest.approx(
+        0.0, abs=1e-12
+    )
+    with pytest.raises(ValueError, match="same number of features"):
+        subspace_distance(e[:1], np.eye(3)[:1])
+    with pytest.raises(ValueError, match="rank"):
+        subspace_distance(np.array([[1.0, 0, 0, 0], [2.0, 0, 0, 0]]), e[:2])

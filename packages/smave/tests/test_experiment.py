@@ -1,0 +1,7 @@
+from icml26_core.testing import check_experiment
+
+
+def test_experiment_smoke(tmp_path):
+    result = check_experiment("smave", tmp_path)
+    assert len(result.claims) == 4
+    assert result.figures == ["smave.png"]
