@@ -1,0 +1,157 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.decomposition import NMF
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from enmf import ENMF, HALS, factors_equivalent, kkt_residuals
+
+
+@parametrize_with_checks([ENMF(2, random_state=0), HALS(2, random_state=0)])
+def test_sklearn_conventions(estimator, check):
+    check(estimator)
+
+
+def planted(rng, n=60, m=40, r=4):
+    """Exact-rank nonnegative matrix with sparse (hence essentially unique) factors."""
+    W = rng.random((n, r)) * (rng.random((n, r)) < 0.5)
+    H = rng.random((r, m)) * (rng.random((r, m)) < 0.5)
+    W[:r] += np.eye(r)  # separability: pure rows make the factorization unique
+    H[:, :r] += np.eye(r)
+    return W @ H, W, H
+
+
+@pytest.mark.parametrize("cls", [ENMF, HALS])
+def test_converges_to_kkt_point(cls, rng):
+    X = rng.random((80, 30))
+    model = cls(5, tol=1e-7, max_iter=5000, random_state=0)
+    W = model.fit_transform(X)
+    H = model.components_
+    res = kkt_residuals(X, W, H)
+    assert (W >= 0).all() and (H >= 0).all()
+    assert res.negativity == 0.0
+    assert res.dual_W < 1e-5 and res.dual_H < 1e-5
+    assert res.complementarity_W < 1e-5 and res.complementarity_H < 1e-5
+    assert res.projected_gradient < 1e-5
+
+
+def test_kkt_on_real_digits():
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data[:400]
+    model = ENMF(8, tol=1e-6, max_iter=3000, random_state=0)
+    W = model.fit_transform(X)
+    assert kkt_residuals(X, W, model.components_).max < 1e-4
+
+
+def test_reconstruction_err_is_frobenius_like_sklearn(rng):
+    X = rng.random((50, 20))
+    model = ENMF(4, random_state=0)
+    W = model.fit_transform(X)
+    assert model.reconstruction_err_ == pytest.approx(
+        np.linalg.norm(X - W @ model.components_), rel=1e-10
+    )
+    sk = NMF(4, init="nndsvda", max_iter=2000, tol=1e-8).fit(X)
+    # Same quantity: both are ||X - WH||_F and land close to each other.
+    assert model.reconstruction_err_ < 1.05 * sk.reconstruction_err_
+
+
+def test_recovers_planted_exact_rank_factorization(rng):
+    X, W_true, H_true = planted(rng)
+    model = ENMF(4, tol=1e-10, max_iter=5000, random_state=0)
+    W = model.fit_transform(X)
+    assert model.reconstruction_err_ / np.linalg.norm(X) < 1e-4
+    eq = factors_equivalent(W_true, H_true, W, model.components_, tol=1e-2)
+    assert eq.equivalent, eq.distance
+
+
+def test_exterior_point_is_the_rotated_svd(rng):
+    """Before any update, the start reproduces the best rank-r approximation."""
+    from enmf.init import exterior_point
+
+    X = rng.random((40, 25))
+    W0, H0, rot = exterior_point(X, 3, np.random.default_rng(0))
+    A, s, Bt = np.linalg.svd(X, full_matrices=False)
+    X3 = (A[:, :3] * s[:3]) @ Bt[:3]
+    np.testing.assert_allclose(W0 @ H0, X3, atol=1e-9)
+    assert rot.distance <= rot.history[0]
+
+
+def test_sparse_input_matches_dense(rng):
+    X = rng.random((60, 30)) * (rng.random((60, 30)) < 0.3)
+    dense = ENMF(3, random_state=0, tol=1e-8, max_iter=3000)
+    W_d = dense.fit_transform(X)
+    for fmt in (sp.csr_matrix, sp.csc_matrix, sp.csr_array):
+        model = ENMF(3, random_state=0, tol=1e-8, max_iter=3000)
+        W_s = model.fit_transform(fmt(X))
+        np.testing.assert_allclose(W_s @ model.components_, W_d @ dense.components_, atol=1e-6)
+        assert model.reconstruction_err_ == pytest.approx(dense.reconstruction_err_, rel=1e-6)
+
+
+def test_float32_in_float32_out_and_input_untouched(rng):
+    X = rng.random((30, 10)).astype(np.float32)
+    before = X.copy()
+    model = ENMF(2, random_state=0)
+    W = model.fit_transform(X)
+    assert W.dtype == np.float32 and model.components_.dtype == np.float32
+    assert model.transform(X).dtype == np.float32
+    np.testing.assert_array_equal(X, before)
+
+
+def test_transform_matches_fit_and_inverse_transform(rng):
+    X = rng.random((50, 15))
+    model = ENMF(3, tol=1e-9, max_iter=5000, random_state=0)
+    W = model.fit_transform(X)
+    np.testing.assert_allclose(model.transform(X), W, atol=1e-5)
+    np.testing.assert_allclose(model.inverse_transform(W), W @ model.components_)
+    assert model.n_components_ == 3 and model.n_features_in_ == 15
+
+
+def test_transform_is_nonnegative_least_squares(rng):
+    from scipy.optimize import nnls
+
+    X = rng.random((12, 15))
+    model = ENMF(4, random_state=0).fit(X)
+    W = model.transform(X)
+    for i in range(X.shape[0]):
+        w_ref, _ = nnls(model.components_.T, X[i])
+        np.testing.assert_allclose(W[i], w_ref, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("X", "kwargs", "match"),
+    [
+        (-np.ones((5, 4)), {}, "Negative values.*argument X"),
+        (np.full((5, 4), np.nan), {}, "NaN"),
+        (np.full((5, 4), np.inf), {}, "infinity"),
+        (np.ones(5), {}, "2D array"),
+        (np.ones((0, 4)), {}, "0 sample"),
+        (np.ones((5, 0)), {}, "0 feature"),
+        (np.ones((5, 4)), {"n_components": 0}, "n_components must be an integer >= 1"),
+        (np.ones((5, 4)), {"n_components": 5}, r"n_components=5 must be <= min"),
+        (np.ones((5, 4)), {"n_components": 2.0}, "n_components must be an integer"),
+        (np.ones((5, 4)), {"max_iter": 0}, "max_iter"),
+        (np.ones((5, 4)), {"tol": -1.0}, "tol"),
+        (np.ones((5, 4)), {"beta": 1.5}, "beta"),
+        (np.ones((5, 4)), {"init": "nndsvd"}, "init must be one of"),
+    ],
+)
+def test_bad_input_raises_value_error_naming_it(X, kwargs, match):
+    params = {"n_components": 2, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        ENMF(**params).fit(X)
+
+
+def test_negative_sparse_entries_are_refused():
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, -2.0], [3.0, 1.0]]))
+    with pytest.raises(ValueError, match="Negative values"):
+        ENMF(1).fit(X)
+
+
+def test_custom_init_needs_w_and_h(rng):
+    X = rng.random((10, 6))
+    with pytest.raises(ValueError, match="needs W"):
+        ENMF(2, init="custom").fit_transform(X)
+    W0, H0 = rng.random((10, 2)), rng.random((2, 6))
+    W = ENMF(2, init="custom", tol=1e-8, max_iter=2000).fit_transform(X, W=W0, H=H0)
+    assert W.shape == (10, 2)
