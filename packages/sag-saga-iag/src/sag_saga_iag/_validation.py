@@ -18,11 +18,15 @@ def as_matrix(X: Any, name: str = "X") -> np.ndarray:
     try:
         arr = np.array(X, dtype=np.float64, order="C", copy=True)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array of shape (n, d), got {type(X).__name__}") from exc
+        raise TypeError(
+            f"{name} must be a numeric array of shape (n, d), got {type(X).__name__}"
+        ) from exc
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D of shape (n, d), got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"{name} must have n >= 1 samples and d >= 1 features, got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must have n >= 1 samples and d >= 1 features, got shape {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must hold finite values, got NaN or inf")
     return arr
@@ -38,7 +42,9 @@ def as_vector(y: Any, n: int, name: str = "y") -> np.ndarray:
     try:
         arr = np.array(y, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array of shape ({n},), got {type(y).__name__}") from exc
+        raise TypeError(
+            f"{name} must be a numeric array of shape ({n},), got {type(y).__name__}"
+        ) from exc
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must have shape ({n},) to match X, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):

@@ -79,7 +79,9 @@ METHODS = ("sag", "saga", "iag")
 
 
 def error_constant(method: str, smoothness: Smoothness) -> float:
-    """E in ||g_k - grad f(x_k)|| <= E gamma sum_{window} ||g_t||: L_bar (SAG/IAG) or L_max + L_bar (SAGA).
+    """E in ||g_k - grad f(x_k)|| <= E gamma sum_{window} ||g_t||.
+
+    L_bar for SAG/IAG, L_max + L_bar for SAGA.
 
     Raises:
         ValueError: If ``method`` is unknown.
@@ -203,8 +205,10 @@ class UnifiedBound:
             initial_gap: f(x_0) - f* >= 0.
         """
         k = np.asarray(steps, dtype=np.float64)
-        return initial_gap * np.exp(k * np.log(self.rate)) if self.rate < 1 else np.full_like(
-            k, initial_gap
+        return (
+            initial_gap * np.exp(k * np.log(self.rate))
+            if self.rate < 1
+            else np.full_like(k, initial_gap)
         )
 
     def epoch_rate(self, n: int) -> float:
@@ -281,7 +285,8 @@ class MaxLemmaBound:
     """The earlier style of IAG guarantee (max-type recursion on the distance).
 
     With e_k bounded through ||g_t|| <= L_bar max_{s in [t-tau, t]} ||x_s - x*||, the distance
-    d_k = ||x_k - x*|| obeys d_{k+1} <= (1 - gamma mu) d_k + gamma^2 L_bar^2 tau max_{[k-2tau, k]} d_s,
+    d_k = ||x_k - x*|| obeys
+    d_{k+1} <= (1 - gamma mu) d_k + gamma^2 L_bar^2 tau max_{[k-2tau, k]} d_s,
     and the lemma of Feyzmahdavian, Aytekin & Johansson (2014) gives
     d_k <= (p + q)^{k/(2tau+1)} d_0. The best step gamma = mu / (2 L_bar^2 tau) makes
     p + q = 1 - 1/(4 Q^2 tau); in function value, f(x_k) - f* <= (L/mu) rate^k (f(x_0) - f*)

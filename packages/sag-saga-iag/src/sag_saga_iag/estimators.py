@@ -21,7 +21,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_random_state
@@ -41,15 +41,27 @@ def _check_params(est: Any, reg_name: str) -> None:
         raise ValueError(f"C must be > 0, got {reg!r}")
     if reg_name == "alpha" and reg < 0:
         raise ValueError(f"alpha must be >= 0, got {reg!r}")
-    if isinstance(est.max_iter, bool) or not isinstance(est.max_iter, numbers.Integral) or est.max_iter < 1:
+    if (
+        isinstance(est.max_iter, bool)
+        or not isinstance(est.max_iter, numbers.Integral)
+        or est.max_iter < 1
+    ):
         raise ValueError(f"max_iter must be an integer >= 1, got {est.max_iter!r}")
     if isinstance(est.tol, bool) or not isinstance(est.tol, numbers.Real) or est.tol < 0:
         raise ValueError(f"tol must be a real number >= 0, got {est.tol!r}")
     if isinstance(est.step_size, str):
         if est.step_size not in STEP_RULES:
-            raise ValueError(f"step_size must be a number > 0 or one of {STEP_RULES}, got {est.step_size!r}")
-    elif isinstance(est.step_size, bool) or not isinstance(est.step_size, numbers.Real) or not est.step_size > 0:
-        raise ValueError(f"step_size must be a number > 0 or one of {STEP_RULES}, got {est.step_size!r}")
+            raise ValueError(
+                f"step_size must be a number > 0 or one of {STEP_RULES}, got {est.step_size!r}"
+            )
+    elif (
+        isinstance(est.step_size, bool)
+        or not isinstance(est.step_size, numbers.Real)
+        or not est.step_size > 0
+    ):
+        raise ValueError(
+            f"step_size must be a number > 0 or one of {STEP_RULES}, got {est.step_size!r}"
+        )
     if est.sampling is not None and est.sampling not in SAMPLINGS:
         raise ValueError(f"sampling must be None or one of {SAMPLINGS}, got {est.sampling!r}")
 
@@ -57,9 +69,12 @@ def _check_params(est: Any, reg_name: str) -> None:
 class _AggregatedGradientMixin:
     _method = "sag"
 
-    def _fit_one(self, X: np.ndarray, target: np.ndarray, loss: str, alpha: float,
-                 rng: np.random.RandomState) -> tuple[np.ndarray, float, int, bool]:
-        prob = LinearModelProblem(X, target, loss=loss, alpha=alpha, fit_intercept=bool(self.fit_intercept))
+    def _fit_one(
+        self, X: np.ndarray, target: np.ndarray, loss: str, alpha: float, rng: np.random.RandomState
+    ) -> tuple[np.ndarray, float, int, bool]:
+        prob = LinearModelProblem(
+            X, target, loss=loss, alpha=alpha, fit_intercept=bool(self.fit_intercept)
+        )
         res = solve(
             prob,
             self._method,
@@ -68,6 +83,7 @@ class _AggregatedGradientMixin:
             sampling=self.sampling,
             random_state=rng.randint(0, 2**31 - 1),
             tol=float(self.tol),
+            record_objective=False,
         )
         if self.fit_intercept:
             return res.x[:-1], float(res.x[-1]), res.n_epochs, res.converged
@@ -95,9 +111,17 @@ class _AggregatedClassifier(_AggregatedGradientMixin, LinearClassifierMixin, Bas
         n_iter_: Epochs run, one per binary problem, shape (n_problems,).
     """
 
-    def __init__(self, C: float = 1.0, *, fit_intercept: bool = True, max_iter: int = 1000,
-                 tol: float = 1e-4, step_size: float | str = "auto", sampling: str | None = None,
-                 random_state: Any = None) -> None:
+    def __init__(
+        self,
+        C: float = 1.0,
+        *,
+        fit_intercept: bool = True,
+        max_iter: int = 1000,
+        tol: float = 1e-4,
+        step_size: float | str = "auto",
+        sampling: str | None = None,
+        random_state: Any = None,
+    ) -> None:
         self.C = C
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
@@ -132,8 +156,11 @@ class _AggregatedClassifier(_AggregatedGradientMixin, LinearClassifierMixin, Bas
             iters.append(it)
             all_converged &= conv
         if not all_converged and self.tol > 0:
-            warnings.warn(f"{type(self).__name__} reached max_iter={self.max_iter} before tol",
-                          ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"{type(self).__name__} reached max_iter={self.max_iter} before tol",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         self.coef_ = np.array(coefs)
         self.intercept_ = np.array(intercepts)
         self.n_iter_ = np.array(iters)
@@ -167,9 +194,17 @@ class _AggregatedRegressor(_AggregatedGradientMixin, RegressorMixin, BaseEstimat
         n_iter_: Epochs run.
     """
 
-    def __init__(self, alpha: float = 1.0, *, fit_intercept: bool = True, max_iter: int = 1000,
-                 tol: float = 1e-4, step_size: float | str = "auto", sampling: str | None = None,
-                 random_state: Any = None) -> None:
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        *,
+        fit_intercept: bool = True,
+        max_iter: int = 1000,
+        tol: float = 1e-4,
+        step_size: float | str = "auto",
+        sampling: str | None = None,
+        random_state: Any = None,
+    ) -> None:
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
@@ -189,8 +224,11 @@ class _AggregatedRegressor(_AggregatedGradientMixin, RegressorMixin, BaseEstimat
         rng = check_random_state(self.random_state)
         w, b, it, conv = self._fit_one(X, y, "squared", float(self.alpha) / X.shape[0], rng)
         if not conv and self.tol > 0:
-            warnings.warn(f"{type(self).__name__} reached max_iter={self.max_iter} before tol",
-                          ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"{type(self).__name__} reached max_iter={self.max_iter} before tol",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         self.coef_ = w
         self.intercept_ = b
         self.n_iter_ = it
@@ -210,7 +248,8 @@ class SAGLogisticRegression(_AggregatedClassifier):
         >>> from sklearn.datasets import load_breast_cancer
         >>> from sklearn.preprocessing import StandardScaler
         >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> clf = SAGLogisticRegression(C=1.0, random_state=0).fit(StandardScaler().fit_transform(X), y)
+        >>> X = StandardScaler().fit_transform(X)
+        >>> clf = SAGLogisticRegression(C=1.0, random_state=0).fit(X, y)
         >>> clf.coef_.shape
         (1, 30)
     """

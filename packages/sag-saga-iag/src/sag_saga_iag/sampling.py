@@ -116,7 +116,9 @@ class MarkovSampler(Sampler):
             if P.shape != (self.n, self.n):
                 raise ValueError(f"transition must have shape ({self.n}, {self.n}), got {P.shape}")
             if np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0):
-                raise ValueError("transition must be row-stochastic (nonnegative rows summing to 1)")
+                raise ValueError(
+                    "transition must be row-stochastic (nonnegative rows summing to 1)"
+                )
             self.transition = P
             self._cum = np.cumsum(P, axis=1)
         self.state = int(self.rng.integers(0, self.n))
@@ -147,7 +149,7 @@ class MarkovSampler(Sampler):
         return out
 
     def max_hitting_time(self) -> float:
-        """max over states x, y of E_x[T_y], T_y = first time the walk is at y.
+        """Max over states x, y of E_x[T_y], T_y = first time the walk is at y.
 
         Closed forms for the graphs: (n-1)/(1-laziness) on the complete graph,
         floor(n/2) ceil(n/2) / (1-laziness) on the cycle; for a transition matrix, the

@@ -102,7 +102,9 @@ def batched_solve(
     else:
         raise ValueError(f"X must have shape (n, d) or (B, n, d) with B={B}, got {tuple(A.shape)}")
     if A.shape[-2] != n or n == 0 or A.shape[-1] == 0:
-        raise ValueError(f"X must have n={n} rows (matching y) and d >= 1 columns, got {tuple(A.shape)}")
+        raise ValueError(
+            f"X must have n={n} rows (matching y) and d >= 1 columns, got {tuple(A.shape)}"
+        )
     if not bool(torch.isfinite(A).all()) or not bool(torch.isfinite(Y).all()):
         raise ValueError("X and y must hold finite values, got NaN or inf")
     if loss == "logistic" and not bool((Y.abs() == 1).all()):
@@ -119,8 +121,9 @@ def batched_solve(
         pen[-1] = 0.0
 
     c = 0.25 if loss == "logistic" else 1.0
-    gamma = _steps(A, lam, pen, c, method, sampling, n, n_epochs, step_size, shared, fit_intercept,
-                   B, dev, dt)
+    gamma = _steps(
+        A, lam, pen, c, method, sampling, n, n_epochs, step_size, shared, fit_intercept, B, dev, dt
+    )
 
     if isinstance(seeds, int | np.integer) or seeds is None:
         base = 0 if seeds is None else int(seeds)
@@ -178,9 +181,22 @@ def batched_solve(
     return BatchedResult(x=w, objective=torch.stack(history), step_size=gamma)
 
 
-def _steps(A: Any, lam: Any, pen: Any, c: float, method: str, sampling: str, n: int,
-           n_epochs: int, step_size: Any, shared: bool, fit_intercept: bool, B: int, dev: Any,
-           dt: Any) -> Any:
+def _steps(
+    A: Any,
+    lam: Any,
+    pen: Any,
+    c: float,
+    method: str,
+    sampling: str,
+    n: int,
+    n_epochs: int,
+    step_size: Any,
+    shared: bool,
+    fit_intercept: bool,
+    B: int,
+    dev: Any,
+    dt: Any,
+) -> Any:
     import torch
 
     if step_size is not None:
