@@ -13,6 +13,8 @@ Loaders:
     load_mnist() -> (X float32 (5000, 784) in [0, 1], y (5000,))
     image_patches(images, patch_size, n_patches, rng)
     load_text(name) -> TextCorpus (train / validation documents, tokens)
+    load_graph(name) -> Graph (edge_index, x, y, names; to_networkx, to_torch_geometric)
+    load_power_grid(name) -> pandapowerNet
     load_game(name) -> pyspiel.Game
 
 Derived arrays are cached in :func:`cache_dir` (``$ICML26_CACHE``).
@@ -21,6 +23,8 @@ Derived arrays are cached in :func:`cache_dir` (``$ICML26_CACHE``).
 from icml26_core.datasets._registry import DatasetInfo, dataset_info, list_datasets
 from icml26_core.datasets.cache import cache_dir, cached_arrays
 from icml26_core.datasets.games import load_game
+from icml26_core.datasets.graphs import Graph, load_graph
+from icml26_core.datasets.grids import load_power_grid
 from icml26_core.datasets.images import image_patches, load_image, load_lfw_subset, load_mnist
 from icml26_core.datasets.tabular import load_tabular
 from icml26_core.datasets.text import (
@@ -35,6 +39,7 @@ from icml26_core.datasets.text import (
 __all__ = [
     "ByteTokenizer",
     "DatasetInfo",
+    "Graph",
     "TextCorpus",
     "Tokenizer",
     "cache_dir",
@@ -44,9 +49,11 @@ __all__ = [
     "image_patches",
     "list_datasets",
     "load_game",
+    "load_graph",
     "load_image",
     "load_lfw_subset",
     "load_mnist",
+    "load_power_grid",
     "load_tabular",
     "load_text",
     "register_tokenizer",

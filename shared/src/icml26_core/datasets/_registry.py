@@ -101,7 +101,7 @@ def ensure_installed(modules: tuple[str, ...], extra: str) -> None:
             raise ImportError(module)  # pragma: no cover (require found it after all)
 
 
-_LOADER_MODULES = ("tabular", "images", "text", "games")
+_LOADER_MODULES = ("tabular", "images", "text", "graphs", "grids", "games")
 _REGISTRY: dict[tuple[str, str], DatasetInfo] = {}
 
 
