@@ -1,0 +1,63 @@
+"""Cost-aware stopping for Bayesian optimization, on BoTorch.
+
+The Pandora's Box Gittins index (PBGI) and log expected improvement per cost
+(LogEIPC) as BoTorch acquisition functions, the cost-aware stopping rule they
+share (stop when no point's expected improvement justifies its cost), the
+usual baseline stopping rules, and a loop that records the cost-adjusted
+simple regret.
+
+References:
+    "Cost-aware stopping for Bayesian optimization" (ICML 2026), see
+    ``shared/papers/bo-stopping.md``.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from bo_stopping.acquisition import LogExpectedImprovementPerCost, PandoraBoxGittinsIndex
+from bo_stopping.costs import CostFunction, FixedCost, KnownCost, ModelledCost, as_cost
+from bo_stopping.index import gittins_index, log_expected_improvement_at, solve_scaled_index
+from bo_stopping.loop import ACQUISITIONS, BOResult, fit_gp, run_bo
+from bo_stopping.stopping import (
+    BOState,
+    CostAwareStopping,
+    ExpectedImprovementThreshold,
+    FixedBudget,
+    ProbabilityOfImprovementThreshold,
+    RegretGapStopping,
+    StoppingRule,
+)
+
+try:
+    __version__ = version("bo-stopping")
+except PackageNotFoundError:  # pragma: no cover - source checkout without install
+    __version__ = "0.0.0"
+
+PBGI = PandoraBoxGittinsIndex
+LogEIPC = LogExpectedImprovementPerCost
+
+__all__ = [
+    "ACQUISITIONS",
+    "PBGI",
+    "BOResult",
+    "BOState",
+    "CostAwareStopping",
+    "CostFunction",
+    "ExpectedImprovementThreshold",
+    "FixedBudget",
+    "FixedCost",
+    "KnownCost",
+    "LogEIPC",
+    "LogExpectedImprovementPerCost",
+    "ModelledCost",
+    "PandoraBoxGittinsIndex",
+    "ProbabilityOfImprovementThreshold",
+    "RegretGapStopping",
+    "StoppingRule",
+    "__version__",
+    "as_cost",
+    "fit_gp",
+    "gittins_index",
+    "log_expected_improvement_at",
+    "run_bo",
+    "solve_scaled_index",
+]
