@@ -45,6 +45,7 @@ __all__ = [
     "Localization",
     "gaussian_weights",
     "local_linear_fit",
+    "local_value_and_gradient",
     "mave_objective",
     "mave_objective_and_gradient",
     "project_tangent",
@@ -178,11 +179,34 @@ def mave_objective_and_gradient(
     Returns:
         ``(F(B), G)`` with ``G`` of shape (p, d).
     """
-    Zn, Zc, yn, b, r = _local_terms(Z, y, B, loc)
-    value = _explained(loc.weights, yn, b, r, loc.ridge)
+    m, k = loc.neighbors.shape
+    Zn = Z[loc.neighbors.ravel()]
+    Zc = Z[loc.centers]
+    U = (Zn @ B).reshape(m, k, -1) - (Zc @ B)[:, None, :]
+    return local_value_and_gradient(Zn, Zc, U, y[loc.neighbors], loc.weights, loc.ridge)
+
+
+def local_value_and_gradient(
+    Zn: np.ndarray, Zc: np.ndarray, U: np.ndarray, yn: np.ndarray, w: np.ndarray, lam: np.ndarray
+) -> tuple[float, np.ndarray]:
+    """:func:`mave_objective_and_gradient` on gathered arrays (no indexing into Z).
+
+    Args:
+        Zn: float array (m * k, p), the neighbours' covariates, centre by centre.
+        Zc: float array (m, p), the centres' covariates.
+        U: float array (m, k, d), projected differences ``B^T (z_i - z_j)``.
+        yn: float array (m, k), the neighbours' responses.
+        w: float array (m, k), normalized weights.
+        lam: float array (m,), ridges.
+
+    Returns:
+        ``(F, G)`` as in :func:`mave_objective_and_gradient`.
+    """
+    _, b, r = local_linear_fit(U, w, yn, lam)
+    value = _explained(w, yn, b, r, lam)
     m, k = r.shape
     # sum_ij w r (z_i - z_j) b_j^T = Zn^T V - Zc^T (sum_i V), with V_ij = w_ij r_ij b_j
-    V = (loc.weights * r)[:, :, None] * b[:, None, :]
+    V = (w * r)[:, :, None] * b[:, None, :]
     G = Zn.T @ V.reshape(m * k, -1) - Zc.T @ V.sum(axis=1)
     G *= 2.0 / m
     return value, G

@@ -324,7 +324,8 @@ def run(ctx: RunContext) -> Result:
     )
     notes = [
         "Wall times are measured with single-threaded BLAS (threadpoolctl) on this machine.",
-        "SMAVE: 300 Riemannian SGA steps of 64 centres, neighbours refreshed every 20 steps; "
+        "SMAVE: 200 Riemannian SGA steps of 32 centres with k <= 50 projected-space "
+        "neighbours refreshed every 20 steps, projectors of the last half averaged; "
         "OPG/MAVE: ambient nearest-neighbour kernel; RMAVE: dense projected Gaussian kernel, "
         "started from OPG, at most 30 iterations.",
     ]

@@ -10,7 +10,7 @@ from smave._init import basis_from_rows, moment_directions, random_stiefel
 from smave.criterion import (
     Localization,
     gaussian_weights,
-    mave_objective_and_gradient,
+    local_value_and_gradient,
     retract_qr,
     riemannian_gradient,
 )
@@ -25,10 +25,10 @@ def default_n_neighbors(n_samples: int, n_components: int) -> int:
 
     ``k ~ n^(4/(d+4))`` is the number of points in a bandwidth ``h ~ n^(-1/(d+4))``, the
     rate-optimal bandwidth of a local linear fit in d dimensions; it is kept in
-    ``[4 (d + 1), 100]`` so that every local fit is well posed and a step stays cheap.
+    ``[4 (d + 1), 50]`` so that every local fit is well posed and a step stays cheap.
     """
     k = round(n_samples ** (4.0 / (n_components + 4)))
-    k = max(4 * (n_components + 1), min(k, 100))
+    k = max(4 * (n_components + 1), min(k, 50))
     return int(min(k, n_samples))
 
 
@@ -56,6 +56,7 @@ class SMAVE(SubspaceEstimator):
               space (sparse: O(|J| k log n)), Gaussian weights from the current B_t
             xi_t = Riemannian gradient of F on the batch (O(|J| k p d))
             B_{t+1} = qf(B_t + eta_t xi_t),   eta_t = learning_rate (1 + t/20)^(-decay)
+        B = top-d eigenvectors of the mean of B_t B_t^T over the last tail_average steps
 
     No step touches all pairs of points: the cost of an outer iteration (a tree refresh
     plus ``refresh_every`` steps) is O(n log n + refresh_every * batch_size * k * p * d),
@@ -83,6 +84,9 @@ class SMAVE(SubspaceEstimator):
         refresh_every: Steps between rebuilds of the projected-space neighbour tree
             (``"full"`` only).
         ridge: Ridge of the local slopes relative to the squared neighbourhood radius.
+        tail_average: Fraction of the final steps whose projectors ``B B^T`` are averaged
+            (Polyak-Ruppert averaging on the Grassmannian); the estimate is the top-d
+            eigenspace of the mean. 0 returns the last iterate.
         init: ``"moments"`` (linear trend + residual pHd), ``"random"``, or an array
             (n_components, n_features) of starting directions in X coordinates.
         tol: Stop when the subspace moves less than ``tol`` (in ``||P - P'||_F``)
@@ -124,12 +128,13 @@ class SMAVE(SubspaceEstimator):
         *,
         variant: str = "full",
         n_neighbors: int | str = "auto",
-        batch_size: int = 64,
-        max_iter: int = 300,
+        batch_size: int = 32,
+        max_iter: int = 200,
         learning_rate: float = 0.5,
         decay: float = 0.6,
         refresh_every: int = 20,
         ridge: float = 1e-2,
+        tail_average: float = 0.5,
         init: str | np.ndarray = "moments",
         tol: float = 1e-5,
         random_state=None,
@@ -143,6 +148,7 @@ class SMAVE(SubspaceEstimator):
         self.decay = decay
         self.refresh_every = refresh_every
         self.ridge = ridge
+        self.tail_average = tail_average
         self.init = init
         self.tol = tol
         self.random_state = random_state
@@ -158,6 +164,9 @@ class SMAVE(SubspaceEstimator):
         check_float("learning_rate", self.learning_rate, 0.0)
         check_float("decay", self.decay, 0.0, strict=False)
         check_float("ridge", self.ridge, 0.0)
+        check_float("tail_average", self.tail_average, 0.0, strict=False)
+        if self.tail_average > 1:
+            raise ValueError(f"tail_average must be in [0, 1], got {self.tail_average!r}")
         check_float("tol", self.tol, 0.0, strict=False)
         if isinstance(self.init, str) and self.init not in ("moments", "random"):
             raise ValueError(f"init must be 'moments', 'random' or an array, got {self.init!r}")
@@ -189,7 +198,11 @@ class SMAVE(SubspaceEstimator):
         if self.variant == "simplified":
             fixed = self._fixed_localization(Z, B, k)
         values, norms = [], []
-        tree, B_ref, t = None, B, 0
+        tree, B_ref = None, B
+        tail_start = self.max_iter - round(self.tail_average * self.max_iter)
+        if self.tail_average == 0:
+            tail_start = self.max_iter
+        P_sum, n_avg = np.zeros((Z.shape[1], Z.shape[1])), 0
         for t in range(self.max_iter):
             if self.variant == "full" and t % self.refresh_every == 0:
                 if t > 0 and _dist(B, B_ref) < self.tol:
@@ -198,15 +211,30 @@ class SMAVE(SubspaceEstimator):
                 tree = cKDTree(Z @ B)
             J = rng.randint(0, n, size=m)
             if self.variant == "simplified":
-                loc = Localization(J, fixed.neighbors[J], fixed.weights[J], fixed.ridge[J])
+                nb, w, lam = fixed.neighbors[J], fixed.weights[J], fixed.ridge[J]
+                Zn, Zc = Z[nb.ravel()], Z[J]
+                U = (Zn @ B).reshape(m, k, -1) - (Zc @ B)[:, None, :]
             else:
-                loc = _projected_localization(Z, B, tree, J, k, self.ridge)
-            value, G = mave_objective_and_gradient(Z, y, B, loc)
+                Zc = Z[J]
+                _, nb = tree.query(Zc @ B, k=k)
+                nb = nb.reshape(m, k)
+                Zn = Z[nb.ravel()]
+                U = (Zn @ B).reshape(m, k, -1) - (Zc @ B)[:, None, :]
+                w, h = gaussian_weights(np.linalg.norm(U, axis=2))
+                lam = self.ridge * h**2
+            value, G = local_value_and_gradient(Zn, Zc, U, y[nb], w, lam)
             xi = riemannian_gradient(B, G)
             eta = self.learning_rate * (1.0 + t / 20.0) ** (-self.decay)
             B = retract_qr(B, eta * xi)
             values.append(value)
             norms.append(float(np.linalg.norm(xi)))
+            if t >= tail_start:
+                P_sum += B @ B.T
+                n_avg += 1
+        if n_avg > 0:
+            # Polyak-Ruppert averaging on the Grassmannian: the top-d eigenvectors of the
+            # mean projector of the tail iterates (basis invariant, damps the SGD noise)
+            B = np.ascontiguousarray(np.linalg.eigh(P_sum / n_avg)[1][:, ::-1][:, :d])
         self.n_iter_ = len(values)
         self.n_neighbors_ = k
         self.objective_history_ = np.asarray(values)
@@ -219,18 +247,6 @@ class SMAVE(SubspaceEstimator):
         nb = nb.reshape(len(Z), k)
         w, h = gaussian_weights(dist.reshape(len(Z), k))
         return Localization(np.arange(len(Z)), nb, w, self.ridge * h**2)
-
-
-def _projected_localization(
-    Z: np.ndarray, B: np.ndarray, tree: cKDTree, J: np.ndarray, k: int, ridge: float
-) -> Localization:
-    """Neighbours of the centres ``J`` from the (possibly stale) projected tree, weighted now."""
-    _, nb = tree.query(Z[J] @ B, k=k)
-    nb = nb.reshape(len(J), k)
-    P = Z[nb.ravel()] @ B
-    U = P.reshape(len(J), k, -1) - (Z[J] @ B)[:, None, :]
-    w, h = gaussian_weights(np.linalg.norm(U, axis=2))
-    return Localization(J, nb, w, ridge * h**2)
 
 
 def _dist(B1: np.ndarray, B2: np.ndarray) -> float:
