@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from enmf import factors_equivalent
 
 

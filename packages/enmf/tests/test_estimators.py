@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from enmf import ENMF, HALS, factors_equivalent, kkt_residuals
 from sklearn.decomposition import NMF
 from sklearn.utils.estimator_checks import parametrize_with_checks
-
-from enmf import ENMF, HALS, factors_equivalent, kkt_residuals
 
 
 @parametrize_with_checks([ENMF(2, random_state=0), HALS(2, random_state=0)])

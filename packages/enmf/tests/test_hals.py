@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.decomposition import NMF
-
 from enmf import HALS, kkt_residuals
 from enmf.hals import hals_solve, hals_sweep, nnls_rows
 from enmf.init import nndsvd, random_start
+from sklearn.decomposition import NMF
 
 
 def objective(X, W, H):

@@ -1,6 +1,5 @@
 import numpy as np
 import scipy.sparse as sp
-
 from enmf._linalg import exact_squared_error, truncated_svd
 
 

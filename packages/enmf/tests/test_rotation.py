@@ -1,5 +1,4 @@
 import numpy as np
-
 from enmf import rotate_to_orthant
 from enmf.rotation import orthant_distance
 

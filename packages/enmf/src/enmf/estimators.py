@@ -49,7 +49,7 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
     _starts: tuple[str, ...] = ()
 
-    def __sklearn_tags__(self):  # noqa: D105
+    def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
         tags.input_tags.sparse = True
@@ -193,9 +193,7 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         check_is_fitted(self)
         X = np.asarray(X.toarray() if sp.issparse(X) else X)
         if X.ndim != 2 or X.shape[1] != self.n_components_:
-            raise ValueError(
-                f"X must have shape (n_samples, {self.n_components_}), got {X.shape}"
-            )
+            raise ValueError(f"X must have shape (n_samples, {self.n_components_}), got {X.shape}")
         return X @ self.components_
 
     @property

@@ -109,7 +109,7 @@ def exterior_solve(
     converged = False
     err2 = np.inf
     it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (it is reported)
+    for it in range(1, max_iter + 1):
         # 1. W from the exterior H_hat, started at the exterior W_hat.
         Wt_new = Wt_hat.copy()
         _sweeps(Wt_new, HXt_hat, H_hat @ H_hat.T, inner_W)
@@ -128,9 +128,7 @@ def exterior_solve(
         # Anchor error and KKT residual from the products in hand.
         WtW = Wt_new @ Wt_new.T
         HHt = H_new @ H_new.T
-        err2 = max(
-            x_norm2 - 2.0 * float(np.vdot(HXt_new, Wt_new)) + float(np.vdot(WtW, HHt)), 0.0
-        )
+        err2 = max(x_norm2 - 2.0 * float(np.vdot(HXt_new, Wt_new)) + float(np.vdot(WtW, HHt)), 0.0)
         pg = projected_gradient_norm2(Wt_new, HHt @ Wt_new - HXt_new)
         pg += projected_gradient_norm2(H_new, WtW @ H_new - WtX_new)
 

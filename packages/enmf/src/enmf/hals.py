@@ -171,7 +171,7 @@ def hals_solve(
     converged = False
     sq_err = float("nan")
     it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (it is reported)
+    for it in range(1, max_iter + 1):
         HXt = matmul_left(H, XT)  # (r, n) = (X H^T)^T
         HHt = H @ H.T
         grad_W = HHt @ Wt - HXt
@@ -217,9 +217,7 @@ def _sweeps(F: Array, A: Array, B: Array, max_sweeps: int) -> None:
             break
 
 
-def nnls_rows(
-    X: MatrixLike, H: Array, *, max_iter: int = 1000, tol: float = 1e-10
-) -> Array:
+def nnls_rows(X: MatrixLike, H: Array, *, max_iter: int = 1000, tol: float = 1e-10) -> Array:
     """Solve ``min_{W >= 0} ||X - W H||_F`` for fixed ``H`` (the ``transform`` step).
 
     Row ``i`` of ``W`` depends only on row ``i`` of ``X``, so the result does not

@@ -104,9 +104,7 @@ def nndsvd(
     return W, H
 
 
-def random_start(
-    X: MatrixLike, n_components: int, rng: np.random.Generator
-) -> tuple[Array, Array]:
+def random_start(X: MatrixLike, n_components: int, rng: np.random.Generator) -> tuple[Array, Array]:
     """Random nonnegative start scaled like scikit-learn's ``init="random"``.
 
     Entries are ``|N(0, 1)| * sqrt(mean(X) / r)``, so that ``W H`` has the mean of ``X``

@@ -34,9 +34,7 @@ def orthant_distance(F: Array) -> float:
     return float(np.vdot(neg, neg))
 
 
-def rotate_to_orthant(
-    U: Array, V: Array, *, max_iter: int = 100, tol: float = 1e-6
-) -> Rotation:
+def rotate_to_orthant(U: Array, V: Array, *, max_iter: int = 100, tol: float = 1e-6) -> Rotation:
     """Find ``Q`` in O(r) that brings ``U Q`` and ``V Q`` closest to the orthant.
 
     Minimizes ``d(Q) = ||min(U Q, 0)||^2 + ||min(V Q, 0)||^2`` over orthogonal ``Q``.

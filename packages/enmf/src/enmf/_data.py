@@ -1,0 +1,97 @@
+"""Matrices of the experiment and the benchmark: real data from icml26_core, one synthetic."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from enmf.hals import MatrixLike
+
+
+@dataclass
+class Matrix:
+    """A nonnegative data matrix with the ranks to factor it at.
+
+    Attributes:
+        name: Short name used in tables.
+        X: Shape (n, m), nonnegative, dense float64 or CSR.
+        ranks: Ranks to try.
+        source: Where the data comes from, in words.
+        truth: For synthetic data, the planted ``(W, H)``.
+    """
+
+    name: str
+    X: MatrixLike
+    ranks: list[int]
+    source: str
+    truth: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+
+def digits(n_rows: int | None = None) -> np.ndarray:
+    """scikit-learn's 8x8 handwritten digits, 1797 x 64, pixel values 0..16."""
+    from icml26_core.datasets import load_tabular
+
+    X, _, _ = load_tabular("digits")
+    return np.asarray(X[:n_rows], dtype=np.float64)
+
+
+def faces() -> np.ndarray:
+    """scikit-image's LFW subset: 200 images of 25 x 25 pixels in [0, 1], 200 x 625."""
+    from icml26_core.datasets import load_lfw_subset
+
+    images, _ = load_lfw_subset()
+    return np.asarray(images.reshape(len(images), -1), dtype=np.float64)
+
+
+def wikipedia_tfidf(max_features: int = 1000) -> sp.csr_matrix:
+    """TF-IDF of the paragraphs (>= 300 characters) of gensim's bundled Wikipedia articles.
+
+    English stop words removed, terms in at least 3 paragraphs and at most half of
+    them, sublinear term frequency; about 3000 paragraphs x ``max_features`` terms.
+    """
+    from icml26_core.datasets import load_text
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    corpus = load_text("wikipedia")
+    docs = list(corpus.train) + list(corpus.validation)
+    paragraphs = [p for d in docs for p in re.split(r"\n\s*\n", d) if len(p) >= 300]
+    vectorizer = TfidfVectorizer(
+        max_features=max_features, min_df=3, max_df=0.5, stop_words="english", sublinear_tf=True
+    )
+    return sp.csr_matrix(vectorizer.fit_transform(paragraphs), dtype=np.float64)
+
+
+def planted(n: int, m: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse nonnegative ``W`` (n, r), ``H`` (r, m) with pure rows (a unique NMF)."""
+    W = rng.random((n, r)) * (rng.random((n, r)) < 0.5)
+    H = rng.random((r, m)) * (rng.random((r, m)) < 0.5)
+    W[:r] += np.eye(r)
+    H[:, :r] += np.eye(r)
+    return W, H
+
+
+def matrices(scale: str, seed: int) -> list[Matrix]:
+    """The problems at ``scale`` ("smoke", "default" or "full")."""
+    rng = np.random.default_rng(seed)
+    if scale == "smoke":
+        W, H = planted(200, 120, 6, rng)
+        return [
+            Matrix("digits[:600]", digits(600), [8], "sklearn digits, first 600 rows"),
+            Matrix("synthetic", W @ H, [6], "exact rank 6, 200 x 120", truth=(W, H)),
+        ]
+    W, H = planted(500, 300, 10, rng)
+    big = scale == "full"
+    return [
+        Matrix("digits", digits(), [10, 20, 40], "sklearn digits 1797 x 64 (load_tabular)"),
+        Matrix("faces", faces(), [10, 20], "scikit-image lfw_subset, 200 x 625 pixels"),
+        Matrix(
+            "wikipedia tf-idf",
+            wikipedia_tfidf(5000 if big else 1000),
+            [10, 20],
+            "TF-IDF of gensim's Wikipedia paragraphs (load_text)",
+        ),
+        Matrix("synthetic", W @ H, [10], "exact rank 10, 500 x 300", truth=(W, H)),
+    ]
