@@ -28,7 +28,10 @@ def wilson_interval(score: float, n: int, z: float = 1.96) -> tuple[float, float
     denom = 1 + z * z / n
     centre = (score + z * z / (2 * n)) / denom
     half = z * np.sqrt(score * (1 - score) / n + z * z / (4 * n * n)) / denom
-    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+    # the interval always contains the observed score (rounding aside)
+    low = min(max(0.0, centre - half), score)
+    high = max(min(1.0, centre + half), score)
+    return float(low), float(high)
 
 
 class OpenSpielMCTSBot:
@@ -130,7 +133,8 @@ def play_match(game: Any, a: Any, b: Any, openings: Sequence[Sequence[int]]) -> 
 
     Args:
         game: The ``pyspiel.Game``.
-        a, b: Players with ``search(state) -> SearchResult`` or ``step(state) -> action``.
+        a: First player: ``search(state) -> SearchResult`` or ``step(state) -> action``.
+        b: Second player, of the same kind.
         openings: Move sequences played before the players take over (``[[]]`` for none).
 
     Returns:

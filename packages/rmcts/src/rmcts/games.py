@@ -1,8 +1,9 @@
 """Game interface: two-player, zero-sum, deterministic, perfect-information open_spiel games.
 
 Games come from open_spiel (``pyspiel``) through the core's ``icml26_core.datasets.load_game``
-when that loader is installed, and from ``pyspiel.load_game`` otherwise. Searches only use
-``clone``, ``apply_action``, ``legal_actions``, ``is_terminal``, ``returns``,
+for the names it lists (tic-tac-toe, connect four, hex, go 9x9, with the core's defaults),
+and from ``pyspiel.load_game`` for any other game string (``"hex(board_size=5)"``).
+Searches only use ``clone``, ``apply_action``, ``legal_actions``, ``is_terminal``, ``returns``,
 ``current_player`` and ``observation_tensor`` of a state.
 """
 
@@ -49,7 +50,17 @@ def load_game(game: str | Any) -> Any:
             from icml26_core.datasets import load_game as core_load_game
         except ImportError:
             core_load_game = None
-        loaded = core_load_game(game) if core_load_game is not None else pyspiel.load_game(game)
+        loaded = None
+        if core_load_game is not None and "(" not in game:
+            try:
+                loaded = core_load_game(game)
+            except ValueError:  # not among the core's named games: ask pyspiel directly
+                loaded = None
+        if loaded is None:
+            try:
+                loaded = pyspiel.load_game(game)
+            except pyspiel.SpielError as err:
+                raise ValueError(f"open_spiel cannot load game {game!r}: {err}") from err
     elif isinstance(game, pyspiel.Game):
         loaded = game
     else:
