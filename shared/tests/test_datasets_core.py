@@ -307,3 +307,14 @@ def test_cached_arrays_builds_once(tmp_path, monkeypatch):
     next(tmp_path.joinpath("datasets").glob("unit-test-*.npz")).write_bytes(b"garbage")
     cached_arrays("unit-test", build)
     assert len(calls) == 2
+
+
+def test_cache_dir_default_and_override(tmp_path, monkeypatch):
+    from icml26_core.datasets import cache_dir
+
+    monkeypatch.delenv("ICML26_CACHE", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir("datasets") == tmp_path / "xdg" / "icml26" / "datasets"
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine" and cache_dir().is_dir()
