@@ -15,21 +15,42 @@ from smave.criterion import (
     riemannian_gradient,
 )
 
-__all__ = ["SMAVE", "default_n_neighbors"]
+__all__ = ["SMAVE", "default_n_neighbors", "ideal_neighbors", "neighbour_pool_size"]
 
 _VARIANTS = ("full", "simplified")
+# K = n^(4/(d+4)) / 4: the constant picked on the synthetic models at p = 20, 50
+_BANDWIDTH_SCALE = 0.25
 
 
 def default_n_neighbors(n_samples: int, n_components: int) -> int:
-    """Neighbourhood size ``k`` used when ``n_neighbors="auto"``.
+    """Neighbourhood size ``k`` of one local fit when ``n_neighbors="auto"``.
 
-    ``k ~ n^(4/(d+4))`` is the number of points in a bandwidth ``h ~ n^(-1/(d+4))``, the
-    rate-optimal bandwidth of a local linear fit in d dimensions; it is kept in
-    ``[4 (d + 1), 50]`` so that every local fit is well posed and a step stays cheap.
+    ``min(K, 50)`` with ``K`` from :func:`ideal_neighbors`: the cap keeps a step cheap.
     """
-    k = round(n_samples ** (4.0 / (n_components + 4)))
-    k = max(4 * (n_components + 1), min(k, 50))
-    return int(min(k, n_samples))
+    return min(ideal_neighbors(n_samples, n_components), 50)
+
+
+def ideal_neighbors(n_samples: int, n_components: int) -> int:
+    """Number of points ``K`` inside the rate-optimal local-linear bandwidth.
+
+    ``K ~ n^(4/(d+4))`` points fall within ``h ~ n^(-1/(d+4))``, the rate-optimal
+    bandwidth of a local linear fit in d dimensions; we use ``K = n^(4/(d+4)) / 4`` and
+    ``K >= 4 (d + 1)``, which keeps every local fit well posed.
+    """
+    K = round(_BANDWIDTH_SCALE * n_samples ** (4.0 / (n_components + 4)))
+    return int(min(max(4 * (n_components + 1), K), n_samples))
+
+
+def neighbour_pool_size(n_samples: int, k: int, K: int) -> int:
+    """Size of the random pool in which the ``k`` neighbours are searched.
+
+    The ``k`` nearest points of a random pool of ``n k / K`` points span the same radius
+    as the ``K`` nearest of all ``n``: the bandwidth stays rate optimal while a local fit
+    costs O(k) instead of O(K). With ``k >= K`` the pool is the whole sample.
+    """
+    if k >= K:
+        return n_samples
+    return int(min(n_samples, max(k, np.ceil(n_samples * k / K))))
 
 
 class SMAVE(SubspaceEstimator):
@@ -51,8 +72,10 @@ class SMAVE(SubspaceEstimator):
 
         B_0 = init (moment directions by default)
         for t = 0 .. max_iter - 1:
-            every refresh_every steps: build a k-d tree on the projected points Z B_t
-            draw a batch J of centres; N_j = their k nearest neighbours in the projected
+            every refresh_every steps: draw a random pool of n k / K points and build a
+              k-d tree on their projections Z B_t (K = points in the rate-optimal
+              bandwidth, see ideal_neighbors)
+            draw a batch J of centres; N_j = their k nearest pool points in the projected
               space (sparse: O(|J| k log n)), Gaussian weights from the current B_t
             xi_t = Riemannian gradient of F on the batch (O(|J| k p d))
             B_{t+1} = qf(B_t + eta_t xi_t),   eta_t = learning_rate (1 + t/20)^(-decay)
@@ -75,7 +98,11 @@ class SMAVE(SubspaceEstimator):
         n_components: Dimension ``d`` of the subspace, ``1 <= d < n_features``.
         variant: ``"full"`` (neighbourhoods refreshed in the projected space) or
             ``"simplified"`` (fixed neighbourhoods; convergence guarantee).
-        n_neighbors: Neighbourhood size ``k`` or ``"auto"`` (:func:`default_n_neighbors`).
+        n_neighbors: Neighbourhood size ``k`` of a local fit, or ``"auto"``
+            (:func:`default_n_neighbors`).
+        neighbor_pool: Fraction of the sample in which neighbours are searched (a fresh
+            random pool at each refresh), or ``"auto"`` (:func:`neighbour_pool_size`:
+            the k nearest pool points then span the rate-optimal bandwidth).
         batch_size: Number of centres per stochastic step (capped at n_samples).
         max_iter: Number of stochastic steps.
         learning_rate: Initial step ``eta_0`` (y is standardized and X whitened, so one
@@ -99,6 +126,7 @@ class SMAVE(SubspaceEstimator):
         mean_: float array (n_features,), the mean removed before projection.
         n_iter_: Number of steps taken.
         n_neighbors_: The neighbourhood size used.
+        neighbor_pool_size_: Number of points in each neighbour pool.
         objective_history_: float array (n_iter_,), batch values of ``F``.
         grad_norm_history_: float array (n_iter_,), batch Riemannian gradient norms.
         n_features_in_: Number of features seen in ``fit``.
@@ -128,6 +156,7 @@ class SMAVE(SubspaceEstimator):
         *,
         variant: str = "full",
         n_neighbors: int | str = "auto",
+        neighbor_pool: float | str = "auto",
         batch_size: int = 32,
         max_iter: int = 200,
         learning_rate: float = 0.5,
@@ -142,6 +171,7 @@ class SMAVE(SubspaceEstimator):
         self.n_components = n_components
         self.variant = variant
         self.n_neighbors = n_neighbors
+        self.neighbor_pool = neighbor_pool
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.learning_rate = learning_rate
@@ -158,6 +188,10 @@ class SMAVE(SubspaceEstimator):
             raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
         if not (isinstance(self.n_neighbors, str) and self.n_neighbors == "auto"):
             check_int("n_neighbors", self.n_neighbors, 2)
+        if not (isinstance(self.neighbor_pool, str) and self.neighbor_pool == "auto"):
+            frac = check_float("neighbor_pool", self.neighbor_pool, 0.0)
+            if frac > 1:
+                raise ValueError(f"neighbor_pool must be in (0, 1] or 'auto', got {frac!r}")
         check_int("batch_size", self.batch_size, 1)
         check_int("max_iter", self.max_iter, 1)
         check_int("refresh_every", self.refresh_every, 1)
@@ -193,10 +227,14 @@ class SMAVE(SubspaceEstimator):
         n = Z.shape[0]
         d = self.n_components
         k = self._neighbourhood_size(n, d)
+        if isinstance(self.neighbor_pool, str):
+            n_pool = neighbour_pool_size(n, k, ideal_neighbors(n, d))
+        else:
+            n_pool = int(min(n, max(k, np.ceil(self.neighbor_pool * n))))
         m = min(self.batch_size, n)
         B = self._start(Z, y, rng, W)
         if self.variant == "simplified":
-            fixed = self._fixed_localization(Z, B, k)
+            fixed = self._fixed_localization(Z, B, k, _pool(n, n_pool, rng))
         values, norms = [], []
         tree, B_ref = None, B
         tail_start = self.max_iter - round(self.tail_average * self.max_iter)
@@ -208,7 +246,8 @@ class SMAVE(SubspaceEstimator):
                 if t > 0 and _dist(B, B_ref) < self.tol:
                     break
                 B_ref = B
-                tree = cKDTree(Z @ B)
+                pool = _pool(n, n_pool, rng)
+                tree = cKDTree(Z[pool] @ B)
             J = rng.randint(0, n, size=m)
             if self.variant == "simplified":
                 nb, w, lam = fixed.neighbors[J], fixed.weights[J], fixed.ridge[J]
@@ -217,7 +256,7 @@ class SMAVE(SubspaceEstimator):
             else:
                 Zc = Z[J]
                 _, nb = tree.query(Zc @ B, k=k)
-                nb = nb.reshape(m, k)
+                nb = pool[nb.reshape(m, k)]
                 Zn = Z[nb.ravel()]
                 U = (Zn @ B).reshape(m, k, -1) - (Zc @ B)[:, None, :]
                 w, h = gaussian_weights(np.linalg.norm(U, axis=2))
@@ -237,16 +276,23 @@ class SMAVE(SubspaceEstimator):
             B = np.ascontiguousarray(np.linalg.eigh(P_sum / n_avg)[1][:, ::-1][:, :d])
         self.n_iter_ = len(values)
         self.n_neighbors_ = k
+        self.neighbor_pool_size_ = n_pool
         self.objective_history_ = np.asarray(values)
         self.grad_norm_history_ = np.asarray(norms)
         return B
 
-    def _fixed_localization(self, Z: np.ndarray, B: np.ndarray, k: int) -> Localization:
+    def _fixed_localization(self, Z, B, k: int, pool: np.ndarray) -> Localization:
         P = Z @ B
-        dist, nb = cKDTree(P).query(P, k=k)
-        nb = nb.reshape(len(Z), k)
+        dist, nb = cKDTree(P[pool]).query(P, k=k)
+        nb = pool[nb.reshape(len(Z), k)]
         w, h = gaussian_weights(dist.reshape(len(Z), k))
         return Localization(np.arange(len(Z)), nb, w, self.ridge * h**2)
+
+
+def _pool(n: int, size: int, rng: np.random.RandomState) -> np.ndarray:
+    if size >= n:
+        return np.arange(n)
+    return np.sort(rng.choice(n, size, replace=False))
 
 
 def _dist(B1: np.ndarray, B2: np.ndarray) -> float:
