@@ -115,8 +115,9 @@ def _orthonormal_from_projection(P: Array, s: Array) -> Array:
     out[:, keep] = P[:, keep] / s[keep]
     if tiny.any():
         # Null directions: any orthonormal completion works, their singular value is 0.
-        q, _ = np.linalg.qr(np.column_stack([out[:, keep], P[:, tiny] + 1.0]))
-        out[:, tiny] = q[:, keep.sum() :]
+        filler = np.random.default_rng(0).standard_normal((P.shape[0], int(tiny.sum())))
+        q, _ = np.linalg.qr(np.column_stack([out[:, keep], filler]))
+        out[:, tiny] = q[:, int(keep.sum()) :]
     return out
 
 

@@ -157,7 +157,8 @@ def exterior_solve(
             callback(it, Wt, H)
         if pg0 is None:
             pg0 = pg
-        if pg <= (tol**2) * pg0:
+        # An exact fit (relative error 1e-10) is a KKT point up to round-off.
+        if pg <= (tol**2) * pg0 or err2 <= 1e-20 * x_norm2:
             converged = True
             break
         if time_limit is not None and now >= time_limit:

@@ -194,7 +194,8 @@ def hals_solve(
 
         if pg0 is None:
             pg0 = pg
-        if pg <= (tol**2) * pg0:
+        # An exact fit (relative error 1e-10) is a KKT point up to round-off.
+        if pg <= (tol**2) * pg0 or sq_err <= 1e-20 * x_norm2:
             converged = True
             break
         if time_limit is not None and now >= time_limit:
