@@ -121,8 +121,8 @@ def run(ctx: RunContext) -> Result:
         ["breast_cancer", "digits", "fair", "diabetes", "randhie", "diamonds"],
     )
     e_default = ctx.pick(25, 150, 400)
-    e_theory = ctx.pick(40, 400, 2000)
-    step_cap = ctx.pick(10**6, 15 * 10**5, 10**8)
+    e_theory = ctx.pick(40, 400, 1000)
+    step_cap = ctx.pick(10**6, 15 * 10**5, 2 * 10**7)
     specs = _specs(ctx, names, notes)
     seed = ctx.seed
     if specs:  # load the compiled kernels before anything is timed
