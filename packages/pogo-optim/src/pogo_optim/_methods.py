@@ -3,7 +3,8 @@
 Each method owns one orthogonal tensor of shape ``(..., p, n)`` (rows layout, as
 POGO sees it; geoopt's Stiefel manifold stores the transpose) and takes a step
 on a loss of that tensor. Baselines come from their reference libraries: geoopt
-(``RiemannianAdam``/``RiemannianSGD`` on ``geoopt.Stiefel``, QR retraction), torch
+(``RiemannianAdam``/``RiemannianSGD`` on ``geoopt.Stiefel()``, its default canonical
+metric with the Cayley retraction, which solves a linear system per step), torch
 (``nn.utils.parametrizations.orthogonal`` + ``torch.optim.Adam``), and the authors'
 ``pogo-torch`` release (import ``pogo``); Landing is ours (:class:`pogo_optim.Landing`).
 """

@@ -118,8 +118,9 @@ class StiefelOptimizer(torch.optim.Optimizer):
                 if not group["project_init"]:
                     raise ValueError(
                         f"{where}: not on the Stiefel manifold, ||X X^T - I||_F = {err:.3g} "
-                        f"> {tol:.3g}. Initialize it orthogonal (torch.nn.init.orthogonal_) "
-                        "or pass project_init=True to project it once (by an SVD) here"
+                        f"> {tol:.3g}. Initialize it orthogonal (torch.nn.init.orthogonal_ for "
+                        "one matrix, pogo_optim.random_stiefel for a batch) or pass "
+                        "project_init=True to project it once (by an SVD) here"
                     )
                 param.copy_(project(param.detach().double(), layout).to(param.dtype))
 
@@ -274,8 +275,8 @@ class POGO(StiefelOptimizer):
 
     Example:
         >>> import torch
-        >>> from pogo_optim import POGO
-        >>> w = torch.nn.Parameter(torch.nn.init.orthogonal_(torch.empty(100, 8, 16)))
+        >>> from pogo_optim import POGO, random_stiefel
+        >>> w = torch.nn.Parameter(random_stiefel(100, 8, 16))  # 100 matrices, rows orthonormal
         >>> b = torch.nn.Parameter(torch.zeros(16))
         >>> opt = POGO([{"params": [w]}, {"params": [b], "orthogonal": False, "base": "adam"}],
         ...            lr=1e-2)
