@@ -54,6 +54,22 @@ def squared_error_from_products(
     return max(value, 0.0)
 
 
+def refine_small_error(
+    X: Array | sp.sparray | sp.spmatrix, err2: float, x_norm2: float, Wt: Array, H: Array
+) -> float:
+    """Recompute a near-zero ``||X - W H||^2`` from the residual when ``X`` is dense.
+
+    The expanded formula of :func:`squared_error_from_products` loses all digits
+    once the relative error nears ``sqrt(machine eps) ~ 1e-8`` (it subtracts numbers of
+    size ``||X||^2``). Below a relative error of 1e-6, and only for dense ``X``, the
+    residual is formed explicitly (one extra product), so that decisions taken on
+    the error (restarts, the exact-fit stop) stay meaningful on exact-rank data.
+    """
+    if err2 >= 1e-12 * x_norm2 or sp.issparse(X):
+        return err2
+    return squared_norm(X - Wt.T @ H)
+
+
 def exact_squared_error(X: Array | sp.sparray | sp.spmatrix, W: Array, H: Array) -> float:
     """``||X - W H||_F^2`` computed from the residual when X is dense (no cancellation)."""
     if sp.issparse(X):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from enmf._linalg import matmul_left, squared_norm
+from enmf._linalg import matmul_left, refine_small_error, squared_norm
 from enmf.hals import (
     Array,
     MatrixLike,
@@ -129,6 +129,7 @@ def exterior_solve(
         WtW = Wt_new @ Wt_new.T
         HHt = H_new @ H_new.T
         err2 = max(x_norm2 - 2.0 * float(np.vdot(HXt_new, Wt_new)) + float(np.vdot(WtW, HHt)), 0.0)
+        err2 = refine_small_error(X, err2, x_norm2, Wt_new, H_new)
         pg = projected_gradient_norm2(Wt_new, HHt @ Wt_new - HXt_new)
         pg += projected_gradient_norm2(H_new, WtW @ H_new - WtX_new)
 

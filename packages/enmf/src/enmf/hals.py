@@ -14,7 +14,12 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from enmf._linalg import matmul_left, squared_error_from_products, squared_norm
+from enmf._linalg import (
+    matmul_left,
+    refine_small_error,
+    squared_error_from_products,
+    squared_norm,
+)
 
 Array = NDArray[np.float64]
 MatrixLike = Array | sp.sparray | sp.spmatrix
@@ -185,6 +190,7 @@ def hals_solve(
         _sweeps(H, WtX, WtW, inner_H)
 
         sq_err = squared_error_from_products(x_norm2, WtX, WtW, H)
+        sq_err = refine_small_error(X, sq_err, x_norm2, Wt, H)
         now = time.perf_counter() - t_start
         trace.times.append(now)
         trace.errors.append(float(np.sqrt(sq_err)))
