@@ -37,11 +37,12 @@ PARAGRAPH = (
 )
 
 
+def refuse(self, *args, **kwargs):
+    raise OSError("network access attempted in an offline test")
+
+
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):
-    def refuse(self, *args, **kwargs):
-        raise OSError("network access attempted in an offline test")
-
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
 
@@ -58,7 +59,8 @@ def one_thread():
 @pytest.fixture(scope="module")
 def smollm2():
     with pytest.MonkeyPatch.context() as mp:  # offline during the (possibly first) load too
-        mp.setattr(socket.socket, "connect", lambda *a, **k: (_ for _ in ()).throw(OSError()))
+        mp.setattr(socket.socket, "connect", refuse)
+        mp.setattr(socket.socket, "connect_ex", refuse)
         return load_smollm2()
 
 
@@ -86,7 +88,7 @@ def test_smollm2_loss_on_held_out_english_is_far_below_uniform(smollm2):
     assert tok.decode(ids) == PARAGRAPH  # lossless tokenizer round trip
     loss = evaluate_loss(model, ids, batch_size=1, seq_len=len(ids) - 1)
     uniform = math.log(len(tok))  # 10.80 nats
-    assert loss < 0.4 * uniform  # measured: about 2.4 nats per token
+    assert loss < 0.4 * uniform  # measured: 3.34 nats per token (transformers 5.24)
     # an untrained model of the same vocabulary sits at the uniform baseline
     untrained = evaluate_loss(
         tiny_llama("1M", vocab_size=len(tok)), ids, batch_size=1, seq_len=len(ids) - 1

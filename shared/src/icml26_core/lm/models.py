@@ -116,6 +116,7 @@ def tiny_llama(
         ValueError: On an unknown size or a bad ``vocab_size``/``max_seq_len``/``seed``.
 
     Example:
+        >>> from icml26_core.lm import count_parameters, tiny_llama
         >>> model = tiny_llama("1M", vocab_size=256)
         >>> count_parameters(model, non_embedding=True)
         1000576

@@ -203,7 +203,7 @@ def load_smollm2(
 
     Example:
         >>> model, tok = load_smollm2()  # doctest: +SKIP
-        >>> ids = tok("The capital of France is", return_tensors="pt").input_ids
+        >>> ids = tok("The capital of France is", return_tensors="pt").input_ids  # doctest: +SKIP
         >>> tok.decode(model.generate(ids, max_new_tokens=3)[0])  # doctest: +SKIP
     """
     torch = require("torch", "lm")

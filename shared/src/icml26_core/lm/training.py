@@ -10,7 +10,7 @@ comparisons differ only in what they set out to compare.
 Example:
     >>> from icml26_core.datasets import load_text
     >>> from icml26_core.lm import tiny_llama, train_lm
-    >>> corpus = load_text("wikipedia")
+    >>> corpus = load_text("shakespeare")  # doctest: +SKIP
     >>> model = tiny_llama("1M", vocab_size=256)
     >>> history = train_lm(model, corpus.tokens("train"), corpus.tokens("validation"),
     ...                    steps=200, batch_size=16, seq_len=128)  # doctest: +SKIP
