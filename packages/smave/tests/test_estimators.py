@@ -194,3 +194,39 @@ def test_subspace_distance():
         subspace_distance(e[:1], np.eye(3)[:1])
     with pytest.raises(ValueError, match="rank"):
         subspace_distance(np.array([[1.0, 0, 0, 0], [2.0, 0, 0, 0]]), e[:2])
+
+
+def test_simplified_variant_ascends_its_fixed_criterion(rng):
+    from smave._init import moment_directions
+    from smave.criterion import mave_objective_and_gradient, riemannian_gradient
+
+    X, y, _ = _single_index(rng, n=600, noise=0.1)
+    est = SMAVE(variant="simplified", tail_average=0.0, max_iter=400, random_state=0).fit(X, y)
+    loc = est.fixed_localization_
+    Z = (X - est.mean_) @ est.whitening_
+    ys = (y - y.mean()) / y.std()
+    B_start = moment_directions(Z, ys, 1)
+    F0, G0 = mave_objective_and_gradient(Z, ys, B_start, loc)
+    F1, G1 = mave_objective_and_gradient(Z, ys, est.basis_whitened_, loc)
+    assert F1 > F0
+    g0 = np.linalg.norm(riemannian_gradient(B_start, G0))
+    g1 = np.linalg.norm(riemannian_gradient(est.basis_whitened_, G1))
+    assert g1 < 0.2 * g0  # near a stationary point of the fixed criterion
+
+
+def test_neighbour_pool_keeps_the_bandwidth():
+    from smave.smave import default_n_neighbors, ideal_neighbors, neighbour_pool_size
+
+    assert neighbour_pool_size(100, 50, 40) == 100  # k >= K: exact k nearest neighbours
+    for n, d in [(2000, 1), (50000, 1), (50000, 2)]:
+        K, k = ideal_neighbors(n, d), default_n_neighbors(n, d)
+        assert k <= 50 and K >= k
+        pool = neighbour_pool_size(n, k, K)
+        # the k nearest of the pool cover the fraction K / n of the sample, like the K nearest
+        assert k / pool == pytest.approx(K / n, rel=0.05)
+    # and SMAVE stays accurate at large n where the pool is a small fraction
+    rng = np.random.default_rng(3)
+    X, y, B0 = _single_index(rng, n=20000, p=8, noise=0.1)
+    est = SMAVE(random_state=0).fit(X, y)
+    assert est.neighbor_pool_size_ < 20000
+    assert subspace_distance(est.components_, B0) < 0.05

@@ -160,9 +160,9 @@ def _knn_error(Xtr, ytr, Xte, yte) -> float:
 def _runtime(ctx: RunContext) -> tuple[Table, Table, dict]:
     p = ctx.pick(10, 20, 50)
     ns = ctx.pick(
-        [300, 600], [500, 1000, 2000, 4000, 8000], [1000, 2000, 5000, 10000, 20000, 50000]
+        [300, 600], [500, 1000, 2000, 5000, 10000], [1000, 2000, 5000, 10000, 20000, 50000]
     )
-    rmave_max = ctx.pick(600, 8000, 20000)
+    rmave_max = ctx.pick(600, 10000, 20000)
     methods = ["SMAVE", "OPG", "RMAVE"]
     table = Table(
         title=f"Fit time (s) against n, single-index model, p={p} (subspace distance in brackets "

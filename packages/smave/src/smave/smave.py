@@ -25,9 +25,11 @@ _BANDWIDTH_SCALE = 0.25
 def default_n_neighbors(n_samples: int, n_components: int) -> int:
     """Neighbourhood size ``k`` of one local fit when ``n_neighbors="auto"``.
 
-    ``min(K, 50)`` with ``K`` from :func:`ideal_neighbors`: the cap keeps a step cheap.
+    ``K`` (:func:`ideal_neighbors`) clipped to ``[10 (d + 1), 50]``: the floor keeps the
+    local slopes of small samples from fitting noise, the cap keeps a step cheap.
     """
-    return min(ideal_neighbors(n_samples, n_components), 50)
+    K = ideal_neighbors(n_samples, n_components)
+    return int(min(n_samples, max(10 * (n_components + 1), min(K, 50))))
 
 
 def ideal_neighbors(n_samples: int, n_components: int) -> int:
@@ -127,6 +129,8 @@ class SMAVE(SubspaceEstimator):
         n_iter_: Number of steps taken.
         n_neighbors_: The neighbourhood size used.
         neighbor_pool_size_: Number of points in each neighbour pool.
+        fixed_localization_: The :class:`smave.criterion.Localization` (on the whitened
+            data) whose criterion the simplified variant ascends; None for ``"full"``.
         objective_history_: float array (n_iter_,), batch values of ``F``.
         grad_norm_history_: float array (n_iter_,), batch Riemannian gradient norms.
         n_features_in_: Number of features seen in ``fit``.
@@ -233,6 +237,7 @@ class SMAVE(SubspaceEstimator):
             n_pool = int(min(n, max(k, np.ceil(self.neighbor_pool * n))))
         m = min(self.batch_size, n)
         B = self._start(Z, y, rng, W)
+        fixed = None
         if self.variant == "simplified":
             fixed = self._fixed_localization(Z, B, k, _pool(n, n_pool, rng))
         values, norms = [], []
@@ -277,6 +282,7 @@ class SMAVE(SubspaceEstimator):
         self.n_iter_ = len(values)
         self.n_neighbors_ = k
         self.neighbor_pool_size_ = n_pool
+        self.fixed_localization_ = fixed
         self.objective_history_ = np.asarray(values)
         self.grad_norm_history_ = np.asarray(norms)
         return B
