@@ -153,3 +153,10 @@ def test_bad_input(ttt):
 
     with pytest.raises(ValueError, match="NaN"):
         MCTS(NaNEvaluator()).search(ttt.new_initial_state())
+
+    class NarrowEvaluator:
+        def evaluate(self, states):
+            return np.zeros((len(states), 4)), np.zeros(len(states))
+
+    with pytest.raises(ValueError, match="num_distinct_actions"):
+        RMCTS(NarrowEvaluator()).search(ttt.new_initial_state())

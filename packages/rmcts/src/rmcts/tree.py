@@ -143,6 +143,12 @@ class EvaluationCounter:
                 f"evaluate must return logits (B, A) and values (B,) with B={len(nodes)}, "
                 f"got {logits.shape} and {values.shape}"
             )
+        needed = 1 + max(int(n.actions.max()) for n in nodes)
+        if logits.shape[1] < needed:
+            raise ValueError(
+                f"evaluate returned logits over {logits.shape[1]} actions; the game's action ids "
+                f"need at least {needed} (use num_distinct_actions)"
+            )
         if not (np.all(np.isfinite(logits)) and np.all(np.isfinite(values))):
             raise ValueError("evaluate returned NaN or inf logits or values")
         self.batch_sizes.append(len(nodes))
