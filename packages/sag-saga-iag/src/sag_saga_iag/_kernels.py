@@ -69,17 +69,31 @@ def aggregated_epoch(
         if gap > maxgap[0]:
             maxgap[0] = gap
         last[j] = k
-        if method == SAGA:
+        dn = diff * inv_n
+        if nu == 0.0:  # the common case: no division in the inner loop
+            if method == SAGA:
+                for c in range(p):
+                    xc = x[c]
+                    a = A[j, c]
+                    d = diff * a + agg[c] + alpha * pen[c] * xc
+                    agg[c] += dn * a
+                    x[c] = xc - step * d
+            else:
+                for c in range(p):
+                    agg[c] += dn * A[j, c]
+                    xc = x[c]
+                    x[c] = xc - step * (agg[c] + alpha * pen[c] * xc)
+        elif method == SAGA:
             for c in range(p):
                 xc = x[c]
                 wc = pen[c] * xc
                 reg = alpha * wc + nu * 2.0 * wc / ((1.0 + wc * wc) * (1.0 + wc * wc))
                 d = diff * A[j, c] + agg[c] + reg
-                agg[c] += diff * inv_n * A[j, c]
+                agg[c] += dn * A[j, c]
                 x[c] = xc - step * d
         else:
             for c in range(p):
-                agg[c] += diff * inv_n * A[j, c]
+                agg[c] += dn * A[j, c]
                 xc = x[c]
                 wc = pen[c] * xc
                 reg = alpha * wc + nu * 2.0 * wc / ((1.0 + wc * wc) * (1.0 + wc * wc))
