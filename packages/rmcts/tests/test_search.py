@@ -160,3 +160,42 @@ def test_bad_input(ttt):
 
     with pytest.raises(ValueError, match="num_distinct_actions"):
         RMCTS(NarrowEvaluator()).search(ttt.new_initial_state())
+
+
+def _walk(node):
+    yield node
+    for ch in node.children:
+        if ch is not None:
+            yield from _walk(ch)
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_mcts_tree_bookkeeping_and_virtual_loss_removed(ttt, batch):
+    res = MCTS(RolloutEvaluator(seed=3), simulations=150, batch_size=batch).search(
+        ttt.new_initial_state()
+    )
+    root = res.root
+    assert root.visits.sum() == res.simulations - 1
+    for node in _walk(root):
+        for i, ch in enumerate(node.children):
+            if ch is None:
+                assert node.visits[i] == 0
+            elif ch.terminal:
+                assert node.value_sum0[i] == pytest.approx(node.visits[i] * ch.value0_net)
+            else:
+                # every visit through a child ended in its subtree: its own evaluation plus
+                # its children's; no virtual loss is left behind
+                assert node.visits[i] == 1 + ch.visits.sum()
+                assert node.value_sum0[i] == pytest.approx(ch.value0_net + ch.value_sum0.sum())
+
+
+def test_rmcts_subtree_sizes(ttt):
+    res = RMCTS(RolloutEvaluator(seed=3), simulations=150, batch_size=8).search(
+        ttt.new_initial_state()
+    )
+    assert res.root.visits.sum() + 1 == res.simulations
+    for node in _walk(res.root):
+        for i, ch in enumerate(node.children):
+            if ch is not None and not ch.terminal:
+                assert node.visits[i] == 1 + ch.visits.sum()
+            assert -1.0 <= node.value0 <= 1.0

@@ -115,6 +115,7 @@ class _Search:
             batches=len(counter.batch_sizes),
             seconds=time.perf_counter() - t0,
             batch_sizes=list(counter.batch_sizes),
+            root=root,
         )
 
     def step(self, state: Any) -> int:

@@ -107,6 +107,7 @@ class SearchResult:
         batches: Evaluator calls.
         seconds: Wall time of the search.
         batch_sizes: Sizes of the evaluator calls, in order.
+        root: The search tree's root :class:`Node`, for inspection.
     """
 
     action: int
@@ -117,6 +118,7 @@ class SearchResult:
     batches: int
     seconds: float
     batch_sizes: list[int] = field(default_factory=list)
+    root: Node | None = field(default=None, repr=False)
 
 
 class EvaluationCounter:
