@@ -327,14 +327,15 @@ def run(ctx: RunContext) -> Result:
         ),
         Claim.check(
             "the analysis extends to non-convex objectives",
-            "min over recorded iterates of ||grad f||^2 <= 2 (f(x0) - 0) / (gamma K) at every "
-            "epoch K, for SAG, SAGA and IAG at the theory step with a non-convex regularizer",
+            "min over recorded iterates of the squared gradient norm <= 2 (f(x0) - 0) / "
+            "(gamma K) at every epoch K, for SAG, SAGA and IAG at the theory step with a "
+            "non-convex regularizer",
             nonconvex_vals,
             lambda v: len(v) > 0 and all(val <= 1.0 + 1e-9 for val in v.values()),
         ),
         Claim.check(
             "our solvers reach scikit-learn's solution",
-            "max |coef_ours - coef_sklearn| <= 1e-6 for LogisticRegression(sag, saga) and "
+            "max abs(coef_ours - coef_sklearn) <= 1e-6 for LogisticRegression(sag, saga) and "
             "Ridge(sag) at tol 1e-12",
             sk_vals,
             lambda v: len(v) > 0 and all(val <= 1e-6 for val in v.values()),
@@ -366,7 +367,7 @@ def run(ctx: RunContext) -> Result:
 def _nonconvex(ctx: RunContext, specs: list[Spec], epochs: int) -> tuple[Table, dict[str, float]]:
     tab = Table(
         "Non-convex regularizer nu sum w^2/(1+w^2) (logistic, alpha = 0): gradient norm vs bound",
-        ["data", "method", "step", "epochs", "min ||grad||^2", "bound at end", "max ratio"],
+        ["data", "method", "step", "epochs", "min grad norm^2", "bound at end", "max ratio"],
         note="ratio: (min over recorded iterates so far) / (2 f(x0) / (gamma K)) at each epoch K",
     )
     vals: dict[str, float] = {}
@@ -408,7 +409,7 @@ def _nonconvex(ctx: RunContext, specs: list[Spec], epochs: int) -> tuple[Table, 
                 "method": method.upper(),
                 "step": bound.step_size,
                 "epochs": res.n_epochs,
-                "min ||grad||^2": float(running_min[-1]),
+                "min grad norm^2": float(running_min[-1]),
                 "bound at end": float(b[-1]),
                 "max ratio": ratio,
             }
@@ -429,7 +430,7 @@ def _sklearn_side_by_side(ctx: RunContext, specs: list[Spec]) -> tuple[Table, di
             "data",
             "ours",
             "scikit-learn",
-            "max |coef diff|",
+            "max abs coef diff",
             "ours - optimum",
             "sklearn - optimum",
             "epochs ours",
@@ -506,7 +507,7 @@ def _sklearn_side_by_side(ctx: RunContext, specs: list[Spec]) -> tuple[Table, di
                 "data": name,
                 "ours": label,
                 "scikit-learn": sk_label,
-                "max |coef diff|": diff,
+                "max abs coef diff": diff,
                 "ours - optimum": float(np.max(np.abs(c_ours - x_star))),
                 "sklearn - optimum": float(np.max(np.abs(c_sk - x_star))),
                 "epochs ours": int(np.max(ours.n_iter_)),
@@ -565,7 +566,7 @@ def _torch_batch(ctx: RunContext, specs: list[Spec], notes: list[str]) -> Table 
             "device",
             "problems",
             "epochs",
-            "max |f_torch - f_numpy|",
+            "max abs f_torch - f_numpy",
             "time torch (s)",
             "time numpy loop (s)",
         ],
@@ -577,7 +578,7 @@ def _torch_batch(ctx: RunContext, specs: list[Spec], notes: list[str]) -> Table 
             "device": ctx.device,
             "problems": int(alphas.size),
             "epochs": epochs,
-            "max |f_torch - f_numpy|": float(np.max(np.abs(obj - np.array(ref)))),
+            "max abs f_torch - f_numpy": float(np.max(np.abs(obj - np.array(ref)))),
             "time torch (s)": t_batch,
             "time numpy loop (s)": t_np,
         }
