@@ -2,9 +2,8 @@ import math
 
 import pytest
 import torch
-from botorch.acquisition.analytic import _ei_helper
 from bo_stopping import gittins_index, log_expected_improvement_at, solve_scaled_index
-from botorch.acquisition.analytic import _log_ei_helper
+from botorch.acquisition.analytic import _ei_helper, _log_ei_helper
 
 D = torch.float64
 
@@ -28,7 +27,9 @@ def test_root_matches_brute_force_search(mean, sigma, cost):
     g_brute = float(grid[sign_change[0]])
     assert abs(g - g_brute) <= 2 * float(grid[1] - grid[0])
     # and it solves the equation to high relative accuracy
-    val = float(ei(torch.tensor(mean, dtype=D), torch.tensor(sigma, dtype=D), torch.tensor(g, dtype=D)))
+    val = float(
+        ei(torch.tensor(mean, dtype=D), torch.tensor(sigma, dtype=D), torch.tensor(g, dtype=D))
+    )
     assert val == pytest.approx(cost, rel=1e-8)
 
 
@@ -59,7 +60,10 @@ def test_gradient_matches_finite_differences():
     )
     log_cost = torch.linspace(-30, 3, 6, dtype=D).requires_grad_()
     assert torch.autograd.gradcheck(
-        lambda m, s, lc: gittins_index(m, s, lc, log_cost=True), (mean, sigma, log_cost), eps=1e-6, atol=1e-7
+        lambda m, s, lc: gittins_index(m, s, lc, log_cost=True),
+        (mean, sigma, log_cost),
+        eps=1e-6,
+        atol=1e-7,
     )
 
 
@@ -93,7 +97,9 @@ def test_limits():
     assert torch.all(g[1:] < g[:-1])
     # large cost (or vanishing sigma): EI(g) ~ mu - g, so g -> mu - lambda c
     assert float(gittins_index(mean, sigma, 50.0)) == pytest.approx(1.0 - 50.0, rel=1e-12)
-    assert float(gittins_index(mean, torch.tensor(1e-9, dtype=D), 0.3)) == pytest.approx(0.7, rel=1e-9)
+    assert float(gittins_index(mean, torch.tensor(1e-9, dtype=D), 0.3)) == pytest.approx(
+        0.7, rel=1e-9
+    )
 
 
 def test_index_exceeds_incumbent_iff_ei_per_cost_exceeds_lambda():

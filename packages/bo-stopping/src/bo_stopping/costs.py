@@ -80,6 +80,10 @@ class KnownCost(CostFunction):
         out = self.fn(X)
         return out if self.log else torch.log(out)
 
+    def forward(self, X: Tensor) -> Tensor:
+        """Return ``c(X)`` (as given by ``fn``, so a nonpositive cost can be reported)."""
+        return torch.exp(self.fn(X)) if self.log else self.fn(X)
+
 
 class ModelledCost(CostFunction):
     """A cost learned from observed costs: a GP on ``log c``; predicts ``exp(posterior mean)``.

@@ -239,8 +239,14 @@ def run_bo(
     b = _check_bounds(bounds, dtype, dev)
     d = b.shape[1]
     if isinstance(acquisition, str) and acquisition not in ACQUISITIONS:
-        raise ValueError(f"acquisition must be one of {ACQUISITIONS} or a callable, got {acquisition!r}")
-    if isinstance(max_evaluations, bool) or not isinstance(max_evaluations, int) or max_evaluations < 0:
+        raise ValueError(
+            f"acquisition must be one of {ACQUISITIONS} or a callable, got {acquisition!r}"
+        )
+    if (
+        isinstance(max_evaluations, bool)
+        or not isinstance(max_evaluations, int)
+        or max_evaluations < 0
+    ):
         raise ValueError(f"max_evaluations must be an int >= 0, got {max_evaluations!r}")
     n_init = 2 * (d + 1) if n_init is None else n_init
     if isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 2:
@@ -321,6 +327,8 @@ def run_bo(
             cost_fn = ModelledCost(X, C, b) if observed else known_cost
             best_f = Y.max()
             acqf = _make_acquisition(acquisition, model, best_f, cost_fn, lmbda)
+            # reseed per step: the trajectory must not depend on what monitored rules draw
+            torch.manual_seed(seed * 100_003 + k)
             x_next, value = maximize(acqf)
             acq_values.append(value)
             state = BOState(

@@ -152,8 +152,10 @@ def _decode(u: np.ndarray, max_iter_cap: int) -> dict[str, Any]:
     """Map a point of the unit cube to histogram gradient boosting hyperparameters."""
     return {
         "learning_rate": float(10 ** (-2 + 2 * u[0])),
-        "max_iter": int(round(10 ** (math.log10(5) + (math.log10(max_iter_cap) - math.log10(5)) * u[1]))),
-        "max_leaf_nodes": int(round(2 ** (2 + 4 * u[2]))),
+        "max_iter": round(
+            10 ** (math.log10(5) + (math.log10(max_iter_cap) - math.log10(5)) * u[1])
+        ),
+        "max_leaf_nodes": round(2 ** (2 + 4 * u[2])),
         "l2_regularization": float(10 ** (-4 + 5 * u[3])),
     }
 

@@ -159,9 +159,7 @@ class CostAwareStopping(StoppingRule):
         acqf = state.acquisition
         if isinstance(acqf, PandoraBoxGittinsIndex) and math.isclose(acqf.lmbda, self.lmbda):
             return state.acq_value <= float(state.best_f)
-        if isinstance(acqf, LogExpectedImprovementPerCost) and math.isclose(
-            acqf.lmbda, self.lmbda
-        ):
+        if isinstance(acqf, LogExpectedImprovementPerCost) and math.isclose(acqf.lmbda, self.lmbda):
             return state.acq_value <= 0.0
         value = state.max_of(
             f"logeipc:{self.lmbda}",
