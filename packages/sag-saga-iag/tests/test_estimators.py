@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 
-# max_iter=100 keeps the ~320 checks fast; the defaults are exercised by the tests below
+# max_iter=30 keeps the ~320 checks fast; the defaults are exercised by the tests below
 @parametrize_with_checks(
     [
         E(max_iter=100)
