@@ -45,6 +45,15 @@ METHODS: dict[str, Factory] = {
 
 REAL_DATASETS = ("diabetes", "randhie", "diamonds", "autompg")
 
+COLORS = {
+    "SMAVE": "tab:blue",
+    "SMAVE-simplified": "tab:cyan",
+    "OPG": "tab:orange",
+    "MAVE": "tab:brown",
+    "RMAVE": "tab:red",
+    "no reduction": "tab:gray",
+}
+
 
 def _timed_fit(est, X, y) -> float:
     t0 = time.perf_counter()
@@ -165,8 +174,8 @@ def _runtime(ctx: RunContext) -> tuple[Table, Table, dict]:
     rmave_max = ctx.pick(600, 10000, 20000)
     methods = ["SMAVE", "OPG", "RMAVE"]
     table = Table(
-        title=f"Fit time (s) against n, single-index model, p={p} (subspace distance in brackets "
-        "columns)",
+        title=f"Fit time (s) against n, single-index model, p={p} and subspace distance "
+        "to the truth",
         columns=["n"]
         + [f"{m} s" for m in methods]
         + [f"{m} dist" for m in methods]
@@ -220,8 +229,11 @@ def _figure(ctx: RunContext, synth: Table, methods: list[str], runtime: dict, er
             marker="o",
             capsize=3,
             label=m,
+            color=COLORS[m],
         )
     ax.set_xscale("log")
+    ax.set_xticks(ps, [str(p) for p in ps])
+    ax.minorticks_off()
     ax.set_xlabel("ambient dimension p")
     ax.set_ylabel("||P_B - P_B0||_F")
     ax.set_title(f"{rows[0]['model']}-index model, n={n_big}")
@@ -230,7 +242,7 @@ def _figure(ctx: RunContext, synth: Table, methods: list[str], runtime: dict, er
     for m, ns in runtime["n"].items():
         t = runtime["time_s"][m]
         slope = np.polyfit(np.log(ns), np.log(t), 1)[0] if len(ns) >= 2 else float("nan")
-        ax.loglog(ns, t, marker="o", label=f"{m} (slope {slope:.2f})")
+        ax.loglog(ns, t, marker="o", label=f"{m} (slope {slope:.2f})", color=COLORS[m])
     ax.set_xlabel("n")
     ax.set_ylabel("fit time (s)")
     ax.set_title(f"fit time, single-index, p={runtime['p']}")
@@ -240,7 +252,13 @@ def _figure(ctx: RunContext, synth: Table, methods: list[str], runtime: dict, er
     cols = ["no reduction", *methods]
     width = 0.8 / len(cols)
     for i, m in enumerate(cols):
-        ax.bar(np.arange(len(names)) + i * width, [r[m] for r in err.rows], width, label=m)
+        ax.bar(
+            np.arange(len(names)) + i * width,
+            [r[m] for r in err.rows],
+            width,
+            label=m,
+            color=COLORS[m],
+        )
     ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names)
     ax.set_ylabel("CV MSE / Var(y)")
     ax.set_title("kNN on the d=2 reduced covariates")

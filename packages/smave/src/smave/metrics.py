@@ -60,7 +60,7 @@ def subspace_distance(B, B0) -> float:
         ValueError: If shapes disagree on ``p`` or a basis is rank deficient.
 
     Example:
-        >>> subspace_distance([[1.0, 0.0, 0.0]], [[1.0, 1.0, 0.0]])  # 45 degrees
+        >>> round(subspace_distance([[1.0, 0.0, 0.0]], [[1.0, 1.0, 0.0]]), 6)  # 45 degrees
         1.0
     """
     A, A0 = _as_rows("B", B), _as_rows("B0", B0)
