@@ -297,3 +297,31 @@ def test_checkpoint_resume_gives_the_same_model_as_one_run(shakespeare, tmp_path
     assert checkpoint_dir("run") == tmp_path / "cache" / "lm" / "checkpoints" / "run"
     with pytest.raises(ValueError, match="name"):
         checkpoint_dir("../escape")
+
+
+def test_a_diverging_run_stops_and_says_so():
+    model = tiny_llama("1M")
+    tokens = np.random.default_rng(0).integers(0, 256, 5000)
+    opt = torch.optim.SGD(model.parameters(), lr=1e8)
+    descriptions = []
+
+    def progress(iterable, description):
+        descriptions.append(description)
+        return iterable
+
+    history = train_lm(
+        model,
+        tokens,
+        tokens,
+        steps=50,
+        batch_size=2,
+        seq_len=16,
+        optimizer=opt,
+        grad_clip=None,
+        eval_every=25,
+        eval_batches=1,
+        progress=progress,
+    )
+    assert history.diverged and descriptions == ["training"]
+    assert not math.isfinite(history.step_losses[-1]) and len(history.step_losses) < 50
+    assert history.step[-1] == len(history.step_losses)
