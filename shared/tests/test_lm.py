@@ -66,6 +66,28 @@ def test_import_needs_no_torch_and_registers_the_smollm2_tokenizer():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+MISSING_EXTRA = """
+import sys
+
+sys.modules["torch"] = None  # as if not installed
+sys.modules["transformers"] = None
+import icml26_core.lm as lm
+from icml26_core._lazy import MissingExtraError
+
+for call in (lambda: lm.train_lm, lm.load_smollm2, lambda: lm.tiny_llama_config("1M")):
+    try:
+        call()
+    except MissingExtraError as exc:
+        assert "icml26-core[lm]" in str(exc), exc
+    else:
+        raise AssertionError("no MissingExtraError")
+"""
+
+
+def test_missing_torch_or_transformers_names_the_lm_extra():
+    subprocess.run([sys.executable, "-c", MISSING_EXTRA], check=True)
+
+
 # ---- models ---------------------------------------------------------------------------
 
 
