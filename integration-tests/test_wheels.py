@@ -46,8 +46,9 @@ def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path)
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
     _run([uv, "venv", "--python", py, "-q", str(venv)])
     python = venv / "bin" / "python"
+    # the same overrides as the workspace's (see shared/lm-overrides.txt)
     _run([uv, "pip", "install", "--python", str(python), "-q", str(core_wheel),
-          f"{wheel}[repro]", *TEST_TOOLS])
+          f"{wheel}[repro]", *TEST_TOOLS, "--override", str(root / "shared/lm-overrides.txt")])
     # torch only where the package (or its extra) declares it
     extras = meta.get("optional-dependencies", {}).values()
     all_deps = meta.get("dependencies", []) + [d for group in extras for d in group]
