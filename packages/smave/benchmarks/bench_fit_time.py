@@ -25,7 +25,7 @@ def main() -> None:
     args = ap.parse_args()
     ns = [1000, 2000] if args.quick else args.ns
     print(f"{'n':>7} {'method':>6} {'time s':>9} {'distance':>9} {'t / t_SMAVE':>12}")
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpool_limits(limits=1):
         for n in ns:
             X, y, B0 = make_index_model("single", n, args.p, np.random.default_rng(n))
             t_smave = None
