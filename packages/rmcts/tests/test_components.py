@@ -30,6 +30,9 @@ def test_load_game_checks_what_searches_need():
         load_game("kuhn_poker")
     with pytest.raises(TypeError, match="game"):
         load_game(42)
+    with pytest.raises(ValueError, match="cannot load game 'no_such_game'"):
+        load_game("no_such_game")
+    assert load_game("hex(board_size=5)").num_distinct_actions() == 25  # not a core name
 
 
 def test_encode_and_mask(ttt):

@@ -7,6 +7,7 @@
 2. Connect four: head-to-head matches (random 2-ply openings, both colours) between RMCTS
    and MCTS-UCB at equal evaluations per move, MCTS-UCB at RMCTS's time per move, and
    both against open_spiel's C++ ``MCTSBot`` with random rollouts.
+3. Hex 5x5 (default and full scale): the same matches, without the rollout reference.
 """
 
 from __future__ import annotations
@@ -100,6 +101,34 @@ def _c4_config(ctx: RunContext) -> SelfPlayConfig:
     )
 
 
+HEX = "hex(board_size=5)"
+
+
+def _hex_config(ctx: RunContext) -> SelfPlayConfig | None:
+    """Hex 5x5 runs at default and full scale only (smoke keeps to two games)."""
+    return ctx.pick(
+        None,
+        SelfPlayConfig(
+            iterations=12,
+            games_per_iteration=30,
+            simulations=64,
+            batch_size=16,
+            sample_moves=4,
+            seed=ctx.seed,
+        ),
+        SelfPlayConfig(
+            iterations=100,
+            games_per_iteration=100,
+            simulations=128,
+            batch_size=32,
+            sample_moves=4,
+            hidden=256,
+            layers=4,
+            seed=ctx.seed,
+        ),
+    )
+
+
 def _tic_tac_toe(ctx: RunContext, evaluators: dict[str, Any]) -> tuple[Table, list[dict]]:
     game = load_game("tic_tac_toe")
     solver = MinimaxSolver(game)
@@ -183,15 +212,23 @@ def _match_row(table: Table, label: str, na: int, nb: Any, m: Any) -> dict:
     return {**row, "ci_low": m.ci_low, "ci_high": m.ci_high}
 
 
-def _connect_four(ctx: RunContext, evaluator: Any) -> tuple[Table, list[dict]]:
-    game = load_game("connect_four")
-    openings = random_openings(game, ctx.pick(1, 16, 50), 2, ctx.rng(2))
-    budgets = ctx.pick([16], [64, 256], [64, 256, 1024])
-    bot_sims = ctx.pick(50, 1000, 4000)
+def _matches(
+    ctx: RunContext,
+    game_name: str,
+    title: str,
+    evaluator: Any,
+    budgets: list[int],
+    n_openings: int,
+    plies: int,
+    bot_sims: int | None,
+) -> tuple[Table, list[dict]]:
+    """Head-to-head matches of RMCTS vs MCTS-UCB (and an open_spiel reference) on one game."""
+    game = load_game(game_name)
+    openings = random_openings(game, n_openings, plies, ctx.rng(2))
     table = Table(
         title=(
-            f"Connect four, self-play network, {2 * len(openings)} games per match "
-            "(random 2-ply openings, both colours)"
+            f"{title}, self-play network, {2 * len(openings)} games per match "
+            f"(random {plies}-ply openings, both colours)"
         ),
         columns=[
             "match (A vs B)",
@@ -217,10 +254,11 @@ def _connect_four(ctx: RunContext, evaluator: Any) -> tuple[Table, list[dict]]:
         jobs.append(("equal evaluations", n, n))
         jobs.append(("equal batching", n, n))
     jobs.append(("equal time", budgets[-1], None))
-    jobs.append(("reference RMCTS", budgets[-1], bot_sims))
-    jobs.append(("reference MCTS", budgets[-1], bot_sims))
+    if bot_sims is not None:
+        jobs.append(("reference RMCTS", budgets[-1], bot_sims))
+        jobs.append(("reference MCTS", budgets[-1], bot_sims))
     per_move: dict[int, tuple[float, float]] = {}
-    for kind, n, nb in ctx.progress(jobs, "connect four matches"):
+    for kind, n, nb in ctx.progress(jobs, f"{title} matches"):
         rm = RMCTS(evaluator, simulations=n, batch_size=BATCH)
         if kind == "equal evaluations":
             m = play_match(game, rm, MCTS(evaluator, simulations=n, batch_size=1), openings)
@@ -244,7 +282,7 @@ def _connect_four(ctx: RunContext, evaluator: Any) -> tuple[Table, list[dict]]:
     return table, rows
 
 
-def _figure(ctx: RunContext, ttt_rows: list[dict], c4_rows: list[dict]) -> None:
+def _figure(ctx: RunContext, ttt_rows: list[dict], match_rows: list[dict]) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -272,10 +310,10 @@ def _figure(ctx: RunContext, ttt_rows: list[dict], c4_rows: list[dict]) -> None:
         title="Tic-tac-toe: equal time",
     )
     axes[0].legend(fontsize=6)
-    labels = [f"{r['kind']}\nn={r['budget A']} vs {r['budget B']}" for r in c4_rows]
-    scores = np.array([r["score A"] for r in c4_rows])
+    labels = [f"{r['game']}: {r['kind']}\nn={r['budget A']} vs {r['budget B']}" for r in match_rows]
+    scores = np.array([r["score A"] for r in match_rows])
     err = np.array(
-        [[s - r["ci_low"], r["ci_high"] - s] for s, r in zip(scores, c4_rows, strict=True)]
+        [[s - r["ci_low"], r["ci_high"] - s] for s, r in zip(scores, match_rows, strict=True)]
     ).T
     axes[2].bar(range(len(scores)), scores, yerr=err, color="C3", capsize=3)
     axes[2].axhline(0.5, color="k", lw=0.8, ls="--")
@@ -283,7 +321,7 @@ def _figure(ctx: RunContext, ttt_rows: list[dict], c4_rows: list[dict]) -> None:
     axes[2].set(
         ylim=(0, 1),
         ylabel="score of the first-named search (RMCTS or MCTS-UCB)",
-        title="Connect four matches (95% CI)",
+        title="Matches (95% CI)",
     )
     fig.tight_layout()
     ctx.save_figure(fig, "rmcts")
@@ -325,7 +363,13 @@ def _run(ctx: RunContext) -> Result:
     )
     c4_cfg = _c4_config(ctx)
     c4_net, c4_log = load_or_train("connect_four", c4_cfg, device=ctx.device, progress=ctx.progress)
-    for name, cfg, log in (("tic-tac-toe", ttt_cfg, ttt_log), ("connect four", c4_cfg, c4_log)):
+    trained = [("tic-tac-toe", ttt_cfg, ttt_log), ("connect four", c4_cfg, c4_log)]
+    hex_cfg = _hex_config(ctx)
+    hex_net = None
+    if hex_cfg is not None:
+        hex_net, hex_log = load_or_train(HEX, hex_cfg, device=ctx.device, progress=ctx.progress)
+        trained.append(("hex 5x5", hex_cfg, hex_log))
+    for name, cfg, log in trained:
         notes.append(
             f"{name} network: {cfg.iterations} x {cfg.games_per_iteration} self-play games with "
             f"RMCTS at {cfg.simulations} evaluations per move, trained in "
@@ -337,8 +381,35 @@ def _run(ctx: RunContext) -> Result:
         "random rollouts": RolloutEvaluator(num_rollouts=1, seed=ctx.seed),
     }
     ttt_table, ttt_rows = _tic_tac_toe(ctx, evaluators)
-    c4_table, c4_rows = _connect_four(ctx, NetworkEvaluator(c4_net, ctx.device))
-    _figure(ctx, ttt_rows, c4_rows)
+    c4_table, c4_rows = _matches(
+        ctx,
+        "connect_four",
+        "Connect four",
+        NetworkEvaluator(c4_net, ctx.device),
+        budgets=ctx.pick([16], [64, 256], [64, 256, 1024]),
+        n_openings=ctx.pick(1, 16, 50),
+        plies=2,
+        bot_sims=ctx.pick(50, 1000, 4000),
+    )
+    for r in c4_rows:
+        r["game"] = "connect four"
+    tables = [ttt_table, c4_table]
+    hex_rows: list[dict] = []
+    if hex_net is not None:
+        hex_table, hex_rows = _matches(
+            ctx,
+            HEX,
+            "Hex 5x5",
+            NetworkEvaluator(hex_net, ctx.device),
+            budgets=ctx.pick([16], [128], [128, 512]),
+            n_openings=ctx.pick(1, 12, 25),
+            plies=1,
+            bot_sims=None,
+        )
+        for r in hex_rows:
+            r["game"] = "hex 5x5"
+        tables.append(hex_table)
+    _figure(ctx, ttt_rows, c4_rows + hex_rows)
 
     eq = [r for r in c4_rows if r["kind"] == "equal evaluations"][-1]
     head = Claim.check(
@@ -377,6 +448,33 @@ def _run(ctx: RunContext) -> Result:
         lambda v: v["score"] >= 0.5,
     )
 
+    claims = [head, equal_time]
+    if hex_rows:
+        hx = [r for r in hex_rows if r["kind"] == "equal evaluations"][-1]
+        hx_time = next(r for r in hex_rows if r["kind"] == "equal time")
+        claims.append(
+            Claim.check(
+                "On hex 5x5 too, RMCTS matches MCTS-UCB's playing strength at a fraction of its "
+                "time per move, and matches or exceeds it at equal time.",
+                (
+                    "hex 5x5: at equal evaluations RMCTS's score vs MCTS-UCB (batch 1) has a 95% "
+                    "upper bound >= 0.5 with time per move <= 0.5 x MCTS-UCB's, and at equal "
+                    "time its score is >= 0.5"
+                ),
+                {
+                    "budget": hx["budget A"],
+                    "score": hx["score A"],
+                    "ci_high": hx["ci_high"],
+                    "time_ratio": hx["time ratio A/B"],
+                    "equal_time_score": hx_time["score A"],
+                    "equal_time_mcts_budget": hx_time["budget B"],
+                },
+                lambda v: (
+                    v["ci_high"] >= 0.5 and v["time_ratio"] <= 0.5 and v["equal_time_score"] >= 0.5
+                ),
+            )
+        )
+
     def mean_acc(method: str) -> float:
         return float(
             np.mean(
@@ -412,12 +510,13 @@ def _run(ctx: RunContext) -> Result:
         f"Python searches with a torch network on {ctx.device}."
     )
     return Result(
-        tables=[ttt_table, c4_table],
-        claims=[head, equal_time, ttt_equal, ttt_time],
+        tables=tables,
+        claims=[*claims, ttt_equal, ttt_time],
         notes=notes,
         data={
             "tic_tac_toe": ttt_rows,
             "connect_four": c4_rows,
+            "hex_5x5": hex_rows,
             "ttt_training": {k: v.tolist() for k, v in ttt_log.items()},
             "c4_training": {k: v.tolist() for k, v in c4_log.items()},
         },

@@ -60,7 +60,11 @@ def load_game(game: str | Any) -> Any:
             try:
                 loaded = pyspiel.load_game(game)
             except pyspiel.SpielError as err:
-                raise ValueError(f"open_spiel cannot load game {game!r}: {err}") from err
+                reason = str(err).split("Available games")[0].strip()  # drop the long list
+                raise ValueError(
+                    f"open_spiel cannot load game {game!r}: {reason} "
+                    "(see pyspiel.registered_names())"
+                ) from err
     elif isinstance(game, pyspiel.Game):
         loaded = game
     else:
