@@ -1,0 +1,124 @@
+import pytest
+import torch
+from lipschitz_denoiser import (
+    DnCNN,
+    MaxMin,
+    PermutationConv2d,
+    PermutationDenoiser,
+    adversarial_lipschitz,
+    certify_lipschitz,
+    conv_operator_norm,
+    schur_bound,
+    train_denoiser,
+)
+
+
+def _power_iteration_norm(layer, shape, iters=300):
+    """Operator norm of the linear part of a layer by power iteration with autograd."""
+    layer = layer.double()
+    gen = torch.Generator().manual_seed(1)
+    v = torch.randn(*shape, generator=gen, dtype=torch.float64)
+    bias = layer(torch.zeros_like(v)).detach()
+    sigma = 0.0
+    for _ in range(iters):
+        v = (v / v.norm()).requires_grad_(True)
+        out = layer(v) - bias
+        (g,) = torch.autograd.grad(out, v, out.detach())  # A^T A v
+        sigma = float(out.norm())
+        v = g.detach()
+    return sigma
+
+
+def test_fft_norm_matches_power_iteration():
+    torch.manual_seed(0)
+    layer = PermutationConv2d(3, 4, 3)
+    w = layer.normalized_weight().detach()
+    exact = conv_operator_norm(w, (12, 12))
+    assert abs(exact - _power_iteration_norm(layer, (1, 3, 12, 12))) < 1e-6
+    assert exact <= float(schur_bound(w.double())) + 1e-12
+
+
+def test_known_operator_norms():
+    avg = torch.ones(1, 1, 3, 3) / 9
+    assert conv_operator_norm(avg, (8, 8)) == pytest.approx(1.0)
+    ident = torch.zeros(2, 2, 3, 3)
+    ident[0, 0, 1, 1] = ident[1, 1, 1, 1] = 1.0
+    assert conv_operator_norm(ident, (8, 8)) == pytest.approx(1.0)
+    assert float(schur_bound(ident)) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("scale", [0.01, 1.0, 100.0])
+def test_layer_norm_at_most_one_for_any_weights(scale):
+    torch.manual_seed(1)
+    layer = PermutationConv2d(4, 6, 3)
+    with torch.no_grad():
+        layer.weight.mul_(scale)
+    w = layer.normalized_weight().detach()
+    assert float(layer.lipschitz_bound()) <= 1.0
+    assert conv_operator_norm(w, (10, 10)) <= 1.0
+    assert conv_operator_norm(w, (3, 3)) <= 1.0  # smallest lattice
+
+
+def test_every_layer_nonexpansive_after_training_steps():
+    torch.manual_seed(2)
+    model = PermutationDenoiser(features=8, depth=4)
+    patches = torch.rand(64, 16, 16)
+    for _ in range(3):
+        # a large learning rate pushes raw weights far; the bound must still hold
+        train_denoiser(model, patches, sigma=(0.0, 0.2), steps=5, batch_size=8, lr=0.5)
+        for conv in model.convs:
+            w = conv.normalized_weight().detach()
+            assert conv_operator_norm(w, (16, 16)) <= 1.0
+            assert float(conv.lipschitz_bound()) <= 1.0
+        assert float(model.lipschitz_bound()) <= 1.0
+
+
+def test_maxmin_is_a_permutation():
+    x = torch.randn(3, 6, 5, 5)
+    y = MaxMin()(x)
+    assert torch.allclose(y.sort(dim=1).values, x.sort(dim=1).values)
+    assert torch.allclose(y.norm(), x.norm())
+    with pytest.raises(ValueError, match="even"):
+        MaxMin()(torch.randn(1, 3, 4, 4))
+
+
+def test_adversarial_search_never_beats_one():
+    torch.manual_seed(3)
+    model = PermutationDenoiser(features=8, depth=4)
+    with torch.no_grad():
+        for conv in model.convs:
+            conv.weight.mul_(5.0)  # saturate every layer's normalisation
+        model.skip_logit.fill_(5.0)
+    cert = certify_lipschitz(model, (12, 12), sigma=0.1, n_starts=6, steps=60, lr=0.05)
+    assert cert.certified_bound <= 1.0
+    assert cert.empirical_lower_bound <= 1.0 + 1e-5
+    assert cert.empirical_lower_bound > 0.1  # the search did find large ratios
+    assert cert.consistent
+
+
+def test_adversarial_search_finds_the_norm_of_a_linear_map():
+    w = torch.zeros(1, 1, 3, 3, dtype=torch.float64)
+    w[0, 0, 1, 1], w[0, 0, 1, 2] = 1.0, -1.0  # finite difference: norm 2 on an even torus
+    fn = lambda z: torch.nn.functional.conv2d(  # noqa: E731
+        torch.nn.functional.pad(z, (1, 1, 1, 1), mode="circular"), w
+    )
+    lower = adversarial_lipschitz(fn, torch.rand(4, 1, 8, 8, dtype=torch.float64), steps=200)
+    assert lower <= conv_operator_norm(w, (8, 8)) + 1e-9
+    assert lower > 1.9
+
+
+def test_dncnn_certificate_is_an_upper_bound():
+    torch.manual_seed(4)
+    model = DnCNN(features=8, depth=3)
+    cert = certify_lipschitz(model, (12, 12), sigma=0.1, n_starts=4, steps=40)
+    assert cert.reflection_bound is None
+    assert cert.empirical_lower_bound <= cert.certified_bound
+    sn = DnCNN(features=8, depth=3, spectral_norm=True)
+    sn.eval()
+    assert len(certify_lipschitz(sn, (12, 12), sigma=0.1, steps=0).layer_norms) == 3
+
+
+def test_reflection_bound_below_one_with_half_skip():
+    model = PermutationDenoiser(features=8, depth=3, lipschitz=0.9, max_skip=0.5)
+    assert float(model.reflection_bound()) < 1.0
+    assert float(model.lipschitz_bound()) < 1.0
