@@ -199,3 +199,25 @@ def test_rmcts_subtree_sizes(ttt):
             if ch is not None and not ch.terminal:
                 assert node.visits[i] == 1 + ch.visits.sum()
             assert -1.0 <= node.value0 <= 1.0
+
+
+class _PeakedEvaluator:
+    """Prior almost all on action 0, values 0."""
+
+    def evaluate(self, states):
+        logits = np.full((len(states), 9), -8.0)
+        logits[:, 0] = 0.0
+        return logits, np.zeros(len(states))
+
+
+def test_growth_follows_prior_reach(ttt):
+    state = _state(ttt, [4])  # O to move, action 0 legal
+    peaked = RMCTS(_PeakedEvaluator(), simulations=41, batch_size=4).search(state)
+    sizes = peaked.root.visits
+    # almost all nodes under the high-prior action
+    assert sizes[0] >= 0.6 * sizes.sum()
+    # uniform growth is breadth-first: every child before any grandchild's child
+    uniform = RMCTS(_PeakedEvaluator(), simulations=41, batch_size=4, growth_uniform=1.0)
+    root_u = uniform.search(state).root
+    assert all(ch is not None for ch in root_u.children)
+    assert max(n.depth for n in _walk(root_u)) == 2

@@ -7,8 +7,9 @@ Grill et al. show that AlphaZero's visit distribution tracks the solution of
 whose closed form is ``pi_bar = lambda_N * pi / (alpha - q)`` with the scalar
 ``alpha`` chosen so that ``pi_bar`` sums to one, and
 ``lambda_N = c * sqrt(N) / (|A| + N)``. Here ``alpha`` is found for a whole
-batch of nodes at once by safeguarded Newton on the convex, decreasing function
-``g(alpha) = sum_b lambda * pi_b / (alpha - q_b) - 1``.
+batch of nodes at once by Newton's method on the convex, decreasing function
+``g(alpha) = sum_b lambda * pi_b / (alpha - q_b) - 1``, started at the left end of
+Grill et al.'s bracket so that the iterates increase monotonically to the root.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import numpy as np
 from rmcts.posterior import _pi_bar_unchecked
 from rmcts.tree import EvaluationCounter, Node, SearchResult
 
-__all__ = ["MCTS", "RMCTS"]
+__all__ = ["MCTS", "RMCTS", "backup"]
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
