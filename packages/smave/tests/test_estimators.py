@@ -230,3 +230,21 @@ def test_neighbour_pool_keeps_the_bandwidth():
     est = SMAVE(random_state=0).fit(X, y)
     assert est.neighbor_pool_size_ < 20000
     assert subspace_distance(est.components_, B0) < 0.05
+
+
+def test_localization_is_nearest_neighbours_in_the_projected_space(rng):
+    from smave._init import moment_directions
+
+    X, y, _ = _single_index(rng, n=300, noise=0.1)
+    est = SMAVE(variant="simplified", n_neighbors=20, neighbor_pool=1.0, max_iter=1).fit(X, y)
+    loc = est.fixed_localization_
+    Z = (X - est.mean_) @ est.whitening_
+    P = Z @ moment_directions(Z, (y - y.mean()) / y.std(), 1)  # the start's projection
+    dist = np.abs(P - P.T)  # (n, n) distances in the projected space (d = 1)
+    kth = np.sort(dist, axis=1)[:, 19]
+    got = np.take_along_axis(dist, loc.neighbors, axis=1)
+    assert np.all(got <= kth[:, None] + 1e-12)  # the 20 nearest in B^T z, not in z
+    np.testing.assert_allclose(loc.weights.sum(axis=1), 1.0)
+    ambient = np.argsort(((Z[:, None] - Z[None]) ** 2).sum(-1), axis=1)[:, :20]
+    overlap = [len(set(a) & set(b)) for a, b in zip(ambient, loc.neighbors, strict=True)]
+    assert np.mean(overlap) < 10
