@@ -275,7 +275,7 @@ def run(ctx: RunContext) -> Result:
     # 1. online PCA
     datasets = ctx.pick(
         [("digits", 4, 20, 64)],
-        [("digits", 8, 600, 64), ("mnist", 32, 1000, 128)],
+        [("digits", 8, 400, 64), ("mnist", 32, 600, 128)],
         [("digits", 8, 2000, 64), ("mnist", 64, 5000, 256)],
     )
     all_pogo_orth: list[float] = []
@@ -327,7 +327,7 @@ def run(ctx: RunContext) -> Result:
     # 2. Procrustes at scale
     k = 64
     batches = ctx.pick([1, 16], [1, 100, 1000, 2000], [1, 100, 1000, 5000])
-    reps = ctx.pick(1, 5, 10)
+    reps = ctx.pick(1, 3, 10)
     timing = _time_per_iteration(ctx, specs, batches, k, reps)
     t_table = Table(
         title=f"Batched Procrustes: median ms per iteration (forward+backward+step), "
@@ -342,7 +342,7 @@ def run(ctx: RunContext) -> Result:
         )
         t_table.add_row(method=spec.name, **row)
     result.tables.append(t_table)
-    q_batch, q_steps = ctx.pick((4, 5), (200, 300), (2000, 1000))
+    q_batch, q_steps = ctx.pick((4, 5), (100, 200), (2000, 1000))
     with _threads(1):
         quality = _procrustes_quality(ctx, specs, q_batch, k, q_steps)
     q_table = Table(
@@ -368,7 +368,7 @@ def run(ctx: RunContext) -> Result:
     # 3. an MLP with orthogonal hidden layers on MNIST
     from pogo_optim._network import METHODS, train_orthogonal_mlp
 
-    epochs, n_train = ctx.pick((1, 200), (3, 4000))
+    epochs, n_train = ctx.pick((1, 200), (2, 3000), (10, 4000))
     mlp_methods = [m for m in METHODS if pogo_torch_available() or "pogo-torch" not in m]
     with _threads(1):
         mlp = train_orthogonal_mlp(
