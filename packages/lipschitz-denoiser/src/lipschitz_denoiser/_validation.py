@@ -52,7 +52,9 @@ def check_noise_level(sigma: object, name: str, batch: int, like: torch.Tensor) 
     if s.numel() != batch:
         raise ValueError(f"{name} must be a scalar or have {batch} entries, got {s.numel()}")
     if not bool(torch.isfinite(s).all()) or bool((s < 0).any()):
-        raise ValueError(f"{name} must be finite and >= 0 (intensity units, [0, 1] images), got {sigma}")
+        raise ValueError(
+            f"{name} must be finite and >= 0 (intensity units, [0, 1] images), got {sigma}"
+        )
     return s.reshape(batch, 1, 1, 1)
 
 

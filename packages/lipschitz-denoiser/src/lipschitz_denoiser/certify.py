@@ -166,7 +166,9 @@ def certify_lipschitz(
         )
     h, w = (int(v) for v in image_size)
     if h < model.kernel_size or w < model.kernel_size:
-        raise ValueError(f"image_size {(h, w)} must be at least the kernel size {model.kernel_size}")
+        raise ValueError(
+            f"image_size {(h, w)} must be at least the kernel size {model.kernel_size}"
+        )
     if model.noise_level_input and sigma is None:
         raise ValueError("sigma is required: this model takes the noise level as an input")
     m = _prepare(model)
@@ -190,9 +192,7 @@ def certify_lipschitz(
         check_image_batch(inputs, "inputs", channels=m.channels)
         x = inputs.detach().to(dtype=torch.float64, device=next(m.parameters()).device)
         with torch.enable_grad():
-            lower = adversarial_lipschitz(
-                lambda z: m(z, sigma), x, steps=steps, lr=lr, seed=seed
-            )
+            lower = adversarial_lipschitz(lambda z: m(z, sigma), x, steps=steps, lr=lr, seed=seed)
     return LipschitzCertificate(
         layer_bounds=[float(b) for b in layer_bounds],
         layer_norms=[float(n) for n in layer_norms],

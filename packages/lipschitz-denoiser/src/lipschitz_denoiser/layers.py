@@ -61,7 +61,9 @@ def schur_bound(weight: torch.Tensor) -> torch.Tensor:
         ValueError: If ``weight`` is not 4-D.
     """
     if weight.ndim != 4:
-        raise ValueError(f"weight must be 4-D (C_out, C_in, kh, kw), got shape {tuple(weight.shape)}")
+        raise ValueError(
+            f"weight must be 4-D (C_out, C_in, kh, kw), got shape {tuple(weight.shape)}"
+        )
     a = weight.abs()
     rows = a.sum(dim=(1, 2, 3)).max()
     cols = a.sum(dim=(0, 2, 3)).max()
@@ -91,7 +93,9 @@ def conv_operator_norm(weight: torch.Tensor, image_size: tuple[int, int]) -> flo
         1.0
     """
     if weight.ndim != 4:
-        raise ValueError(f"weight must be 4-D (C_out, C_in, kh, kw), got shape {tuple(weight.shape)}")
+        raise ValueError(
+            f"weight must be 4-D (C_out, C_in, kh, kw), got shape {tuple(weight.shape)}"
+        )
     h, w = (int(v) for v in image_size)
     kh, kw = weight.shape[-2:]
     if h < kh or w < kw:
@@ -158,7 +162,7 @@ class PermutationConv2d(nn.Module):
         normalisation), so the layers start close to permutations and keep their gain.
         """
         with torch.no_grad():
-            self.weight.normal_(0.0, 1e-2 / math.sqrt(self.weight[0].numel()))
+            self.weight.normal_(0.0, 1e-3 / math.sqrt(self.weight[0].numel()))
             c = self.kernel_size // 2
             n = min(self.in_channels, self.out_channels)
             idx = torch.arange(n)
@@ -190,7 +194,7 @@ class PermutationConv2d(nn.Module):
             x = F.pad(x, (p, p, p, p), mode="circular")
         return F.conv2d(x, self.normalized_weight(), self.bias)
 
-    def extra_repr(self) -> str:
+    def extra_repr(self) -> str:  # noqa: D102 - nn.Module's repr hook
         return (
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
             f"bias={self.bias is not None}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm as _spectral_norm
@@ -46,7 +48,9 @@ class PermutationDenoiser(nn.Module):
     data-dependent permutation of channels, or ReLU), :math:`\rho` = ``lipschitz``,
     and :math:`\theta = \theta_{max}\,\mathrm{sigmoid}(t)` is learned. Hence
 
-    .. math::  \mathrm{Lip}(D) \le (1 - \theta) + \theta \rho \prod_k \|L_k\| \le 1 - \theta + \theta\rho,
+    .. math::
+
+        \mathrm{Lip}(D) \le (1 - \theta) + \theta \rho \prod_k \|L_k\| \le 1 - \theta + \theta\rho,
 
     for every input and every parameter value (the noise-level channel, when used,
     is a constant for a fixed sigma and does not enter the constant). With
@@ -118,10 +122,32 @@ class PermutationDenoiser(nn.Module):
         c_in = channels + int(self.noise_level_input)
         widths = [c_in] + [features] * (depth - 1) + [channels]
         self.convs = nn.ModuleList(
-            PermutationConv2d(a, b, kernel_size) for a, b in zip(widths[:-1], widths[1:], strict=True)
+            PermutationConv2d(a, b, kernel_size) for a, b in itertools.pairwise(widths)
         )
         self.act = MaxMin() if activation == "maxmin" else nn.ReLU()
         self.skip_logit = nn.Parameter(torch.tensor(2.0))
+        self._init_identity_path()
+
+    @torch.no_grad()
+    def _init_identity_path(self) -> None:
+        """Start with N(x) = x on nonnegative images: a path of signed permutations.
+
+        The first layer sends image channel ``o % channels`` to hidden channel ``o``
+        with sign + in the first half and - in the second (MaxMin pairs ``j`` with
+        ``j + features/2``, so each pair is ``(x, -x)``); the hidden layers are the
+        identity; the last layer sums the pairs back with signs +/-. After Schur
+        normalisation every layer is an isometry on this path, so the network starts
+        as the identity on images in [0, 1] instead of a strongly attenuating map.
+        """
+        c = self.kernel_size // 2
+        half = self.features // 2
+        first, last = self.convs[0], self.convs[-1]
+        first.weight.mul_(0.0).add_(torch.randn_like(first.weight) * 1e-3)
+        last.weight.mul_(0.0).add_(torch.randn_like(last.weight) * 1e-3)
+        for o in range(self.features):
+            sign = 1.0 if o < half else -1.0
+            first.weight[o, o % self.channels, c, c] = sign
+            last.weight[o % self.channels, o, c, c] = sign
 
     @property
     def theta(self) -> torch.Tensor:
@@ -216,9 +242,13 @@ class DnCNN(nn.Module):
         c_in = channels + int(self.noise_level_input)
         widths = [c_in] + [features] * (depth - 1) + [channels]
         convs = []
-        for k, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+        for k, (a, b) in enumerate(itertools.pairwise(widths)):
             conv = nn.Conv2d(
-                a, b, kernel_size, padding=kernel_size // 2, padding_mode="circular",
+                a,
+                b,
+                kernel_size,
+                padding=kernel_size // 2,
+                padding_mode="circular",
                 bias=k < depth - 1,
             )
             convs.append(_spectral_norm(conv) if spectral_norm else conv)

@@ -124,7 +124,9 @@ class ImagingOperator(nn.Module):
         tol: float = 1e-7,
         max_iter: int = 200,
     ) -> torch.Tensor:
-        """Solve ``(I + gamma A^T A) x = v + gamma A^T y``: ``prox_{gamma f}(v)``, f = 0.5||Ax-y||^2.
+        """Solve ``(I + gamma A^T A) x = v + gamma A^T y``, i.e. ``prox_{gamma f}(v)``.
+
+        Here ``f(x) = 0.5 ||A x - y||^2``.
 
         Conjugate gradients per image (the system is symmetric positive definite
         with eigenvalues in [1, 1 + gamma ||A||^2], so it converges fast).
@@ -250,9 +252,7 @@ class Downsample(ImagingOperator):
         h, w = x.shape[-2:]
         f = self.factor
         if h % f or w % f:
-            raise ValueError(
-                f"x must have height and width divisible by factor={f}, got {(h, w)}"
-            )
+            raise ValueError(f"x must have height and width divisible by factor={f}, got {(h, w)}")
         return torch.nn.functional.avg_pool2d(x, f)
 
     def adjoint(self, y: torch.Tensor) -> torch.Tensor:

@@ -48,7 +48,7 @@ def training_patches(
     if not (0.0 <= mnist_fraction < 1.0):
         raise ValueError(f"mnist_fraction must lie in [0, 1), got {mnist_fraction!r}")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    n_mnist = int(round(mnist_fraction * n_patches))
+    n_mnist = round(mnist_fraction * n_patches)
     images = [load_image(name, as_gray=True) for name in names]
     parts = [image_patches(images, patch_size, n_patches - n_mnist, rng=gen).astype(np.float32)]
     if n_mnist:
@@ -100,17 +100,22 @@ def train_denoiser(
     """
     check_positive_int(steps, "steps")
     check_positive_int(batch_size, "batch_size")
-    data = torch.as_tensor(np.asarray(patches) if not isinstance(patches, torch.Tensor) else patches)
+    data = torch.as_tensor(
+        np.asarray(patches) if not isinstance(patches, torch.Tensor) else patches
+    )
     if data.ndim == 3:
         data = data.unsqueeze(1)
     if data.ndim != 4 or data.shape[0] < 1:
-        raise ValueError(f"patches must be (P, H, W) or (P, C, H, W), got shape {tuple(data.shape)}")
+        raise ValueError(
+            f"patches must be (P, H, W) or (P, C, H, W), got shape {tuple(data.shape)}"
+        )
     lo, hi = (sigma, sigma) if isinstance(sigma, int | float) else tuple(sigma)
     if not (0 <= lo <= hi and math.isfinite(hi)):
         raise ValueError(f"sigma must be >= 0 (a float or a (low, high) range), got {sigma!r}")
     dev = torch.device(device)
-    data = data.to(device=dev, dtype=torch.float32)
     model.to(dev).train()
+    dtype = next(model.parameters()).dtype
+    data = data.to(device=dev, dtype=dtype)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=lr * 0.05)
@@ -124,8 +129,8 @@ def train_denoiser(
         idx = order[pos : pos + batch_size]
         pos += batch_size
         clean = data[idx]
-        s = (lo + (hi - lo) * torch.rand(len(idx), generator=gen)).to(dev)
-        noise = torch.randn(clean.shape, generator=gen).to(dev) * s.reshape(-1, 1, 1, 1)
+        s = (lo + (hi - lo) * torch.rand(len(idx), generator=gen)).to(dev, dtype)
+        noise = torch.randn(clean.shape, generator=gen).to(dev, dtype) * s.reshape(-1, 1, 1, 1)
         out = model(clean + noise, s)
         loss = torch.mean((out - clean) ** 2)
         opt.zero_grad()
