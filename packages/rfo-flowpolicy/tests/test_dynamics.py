@@ -4,7 +4,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-
 from rfo_flowpolicy import Acrobot, CartPoleSwingUp, Pendulum, make_cartpole_swingup_env
 
 
@@ -40,7 +39,9 @@ def test_cartpole_physics_match_gymnasium():
             state = np.array(env.unwrapped.state, dtype=np.float64)
             a = int(rng.integers(2))
             _, _, term, trunc, _ = env.step(a)
-            s2, _, _ = model.step_state(_t(state), torch.tensor([[2.0 * a - 1.0]], dtype=torch.float64))
+            s2, _, _ = model.step_state(
+                _t(state), torch.tensor([[2.0 * a - 1.0]], dtype=torch.float64)
+            )
             np.testing.assert_allclose(s2[0].numpy(), env.unwrapped.state, rtol=0, atol=1e-6)
             done, steps = term or trunc, steps + 1
     assert steps > 40

@@ -2,9 +2,8 @@
 
 import pytest
 import torch
-from torch.func import functional_call
-
 from rfo_flowpolicy import FlowPolicy, GaussianPolicy, Pendulum, entropy_estimate, stability_loss
+from torch.func import functional_call
 
 
 @pytest.mark.parametrize("solver", ["euler", "midpoint"])
@@ -18,7 +17,9 @@ def test_gradients_through_the_flow_match_finite_differences(solver):
     for name in ("in_x.weight", "in_obs.weight", "net.2.weight"):
         w = params[name].detach().clone().requires_grad_(True)
         torch.autograd.gradcheck(
-            lambda w_, n=name: functional_call(pi, {**params, n: w_}, (obs.detach(), noise.detach())),
+            lambda w_, n=name: functional_call(
+                pi, {**params, n: w_}, (obs.detach(), noise.detach())
+            ),
             (w,),
         )
 
@@ -125,7 +126,7 @@ def test_policies_reject_bad_input():
         pi(torch.zeros(4, 5))
     with pytest.raises(ValueError, match="NaN"):
         pi(torch.tensor([[0.0, float("nan"), 0.0]]))
-    with pytest.raises(TypeError, match="obs must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=r"obs must be a torch\.Tensor"):
         pi([[0.0, 0.0, 0.0]])
     with pytest.raises(ValueError, match="noise must have shape"):
         pi(torch.zeros(4, 3), torch.zeros(4, 2))

@@ -48,7 +48,7 @@ class ClassicControlModel:
     max_episode_steps: int
 
     def initial_state(self, n: int, generator: torch.Generator | None = None) -> Tensor:
-        """Sample ``n`` initial states like the gymnasium ``reset`` (float64, shape (n, state_dim))."""
+        """Sample ``n`` initial states like gymnasium's reset (float64, (n, state_dim))."""
         raise NotImplementedError
 
     def step_state(self, state: Tensor, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -156,7 +156,7 @@ class CartPoleSwingUp(ClassicControlModel):
         return u + torch.tensor([0.0, 0.0, math.pi, 0.0], dtype=torch.float64)
 
     def step_state(self, state: Tensor, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """gymnasium's Euler step with a continuous force; reward of the swing-up."""
+        """Gymnasium's Euler step with a continuous force; reward of the swing-up."""
         x, x_dot, theta, theta_dot = state.unbind(1)
         a = action[:, 0].clamp(-1.0, 1.0)
         force = self.force_mag * a
@@ -274,7 +274,7 @@ class Acrobot(ClassicControlModel):
 
 
 def make_cartpole_swingup_env(max_episode_steps: int = 200):
-    """gymnasium environment of :class:`CartPoleSwingUp` (for baselines and evaluation).
+    """Gymnasium environment of :class:`CartPoleSwingUp` (for baselines and evaluation).
 
     Subclasses gymnasium's ``CartPoleEnv`` (its constants and rendering), replacing
     the action space with ``Box(-1, 1, (1,))`` and the step with the swing-up step,

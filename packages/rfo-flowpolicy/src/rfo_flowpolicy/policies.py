@@ -120,7 +120,7 @@ class _SquashedPolicy(nn.Module):
 
     @torch.no_grad()
     def act(self, obs, deterministic: bool = False):
-        """numpy convenience: one observation (obs_dim,) to its action chunk (chunk, act_dim)."""
+        """Numpy convenience: one observation (obs_dim,) to its action chunk (chunk, act_dim)."""
         o = torch.as_tensor(obs, dtype=torch.float32, device=self.act_center.device)[None]
         noise = None
         if deterministic:

@@ -415,7 +415,9 @@ class RPGTrainer:
             stats["alpha"] = float(self.temperature.alpha)
         if self.reference is not None:
             with torch.no_grad():
-                for p_ref, p in zip(self.reference.parameters(), self.policy.parameters(), strict=True):
+                for p_ref, p in zip(
+                    self.reference.parameters(), self.policy.parameters(), strict=True
+                ):
                     p_ref.lerp_(p, cfg.reference_tau)
         # critic on the detached imagined states
         targets = self._critic_targets(traj)
@@ -423,7 +425,9 @@ class RPGTrainer:
         weights = traj["alive"][:-1].reshape(-1)
         flat_t = targets.reshape(-1)
         for _ in range(cfg.critic_iters):
-            sel = torch.randint(0, states.shape[0], (min(256, states.shape[0]),), generator=self.gen)
+            sel = torch.randint(
+                0, states.shape[0], (min(256, states.shape[0]),), generator=self.gen
+            )
             sel = sel.to(self.device)
             err = (self.critic(states[sel]) - flat_t[sel]) ** 2
             c_loss = (err * weights[sel]).sum() / weights[sel].sum().clamp_min(1.0)
@@ -432,7 +436,9 @@ class RPGTrainer:
             nn.utils.clip_grad_norm_(self.critic.parameters(), 10.0)
             self.critic_opt.step()
         with torch.no_grad():
-            for p_t, p in zip(self.critic_target.parameters(), self.critic.parameters(), strict=True):
+            for p_t, p in zip(
+                self.critic_target.parameters(), self.critic.parameters(), strict=True
+            ):
                 p_t.lerp_(p, cfg.target_tau)
         stats["critic_loss"] = float(c_loss.detach())
         return stats
@@ -441,7 +447,10 @@ class RPGTrainer:
         """Refit the learned world model on the buffer; returns its training loss."""
         o, a, r, o2 = self.buffer.view()
         return self.model.fit(
-            o, a, r, o2,
+            o,
+            a,
+            r,
+            o2,
             iters=self.cfg.model_fit_iters,
             batch_size=self.cfg.model_batch_size,
             generator=self.gen,

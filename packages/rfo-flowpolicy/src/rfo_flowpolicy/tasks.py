@@ -27,6 +27,8 @@ METHODS = (
     "RFO w/o exploration",
     "RFO chunk=2",
 )
+FLOW_STEPS = 2
+"""Euler steps of the flow policies in the experiment (2 keeps the CPU budget)."""
 ABLATIONS = ("RFO w/o stability", "RFO w/o exploration")
 
 
@@ -93,15 +95,33 @@ _MUJOCO = RPGConfig(
 )
 SPECS = {
     "pendulum": TaskSpec(
-        "pendulum", 3, 1, -2.0, 2.0, replace(_CLASSIC, reward_scale=0.1), False,
+        "pendulum",
+        3,
+        1,
+        -2.0,
+        2.0,
+        replace(_CLASSIC, reward_scale=0.1),
+        False,
         {"smoke": 50, "default": 200, "full": 200},
     ),
     "cartpole_swingup": TaskSpec(
-        "cartpole_swingup", 5, 1, -1.0, 1.0, replace(_CLASSIC, env_steps_per_iter=10), False,
+        "cartpole_swingup",
+        5,
+        1,
+        -1.0,
+        1.0,
+        replace(_CLASSIC, env_steps_per_iter=10),
+        False,
         {"smoke": 50, "default": 200, "full": 200},
     ),
     "halfcheetah": TaskSpec(
-        "halfcheetah", 17, 6, -1.0, 1.0, _MUJOCO, True,
+        "halfcheetah",
+        17,
+        6,
+        -1.0,
+        1.0,
+        _MUJOCO,
+        True,
         {"smoke": 50, "default": 200, "full": 1000},
     ),
     "hopper": TaskSpec(
@@ -116,7 +136,7 @@ def make_policy(spec: TaskSpec, method: str):
     if method == "Gaussian RPG":
         return GaussianPolicy(spec.obs_dim, spec.act_dim, **box)
     chunk = 2 if method == "RFO chunk=2" else 1
-    return FlowPolicy(spec.obs_dim, spec.act_dim, chunk=chunk, **box)
+    return FlowPolicy(spec.obs_dim, spec.act_dim, chunk=chunk, steps=FLOW_STEPS, **box)
 
 
 def method_config(spec: TaskSpec, method: str, warmup: int) -> RPGConfig:
@@ -156,13 +176,22 @@ def run_job(
         from rfo_flowpolicy.baselines import train_sac
 
         log = train_sac(
-            make_env, total_steps, eval_every, eval_episodes=eval_episodes, seed=seed,
-            learning_starts=warmup, device=device,
+            make_env,
+            total_steps,
+            eval_every,
+            eval_episodes=eval_episodes,
+            seed=seed,
+            learning_starts=warmup,
+            device=device,
         )
     else:
         trainer = RPGTrainer(
-            make_policy(spec, method), spec.make_model(), make_env,
-            method_config(spec, method, warmup), seed=seed, device=device,
+            make_policy(spec, method),
+            spec.make_model(),
+            make_env,
+            method_config(spec, method, warmup),
+            seed=seed,
+            device=device,
         )
         log = trainer.train(total_steps, eval_every, eval_episodes)
     return {

@@ -20,7 +20,7 @@ from rfo_flowpolicy.policies import mlp
 
 
 def hopper_terminated(obs: Tensor) -> Tensor:
-    """gymnasium ``Hopper-v5``'s unhealthy rule on observations (n, 11) -> (n,) bool.
+    """Gymnasium ``Hopper-v5``'s unhealthy rule on observations (n, 11) -> (n,) bool.
 
     Healthy: height ``obs[0] > 0.7``, torso angle ``|obs[1]| < 0.2`` and every other
     coordinate (angle, joints, velocities) within +-100.
