@@ -12,12 +12,11 @@ import statistics
 import time
 
 import torch
+from bo_stopping import PBGI, LogEIPC, fit_gp
 from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.optim import optimize_acqf
 from botorch.test_functions import Ackley
 from botorch.utils.sampling import draw_sobol_samples
-
-from bo_stopping import PBGI, LogEIPC, fit_gp
 
 
 def measure(acqf, bounds, restarts, raw, repeats):

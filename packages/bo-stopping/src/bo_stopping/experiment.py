@@ -170,9 +170,9 @@ def _figure(ctx: RunContext, runs: list[dict[str, Any]], scored: list[dict[str, 
         plt.Line2D([], [], color="gray", marker=m, ls="", label=RULE_LABELS[k])
         for k, m in markers.items()
     ]
-    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.06))
     fig.suptitle("Mean regret vs cost (lines) and where each stopping rule stops (markers)")
     fig.tight_layout()
+    fig.legend(handles=handles, loc="upper center", ncol=8, fontsize=8, bbox_to_anchor=(0.5, 0.0))
     ctx.save_figure(fig, "regret_vs_cost")
 
 
