@@ -308,6 +308,21 @@ class SharedProjectionAttention(nn.Module):
             return attn_mask.masked_fill(~mask, torch.finfo(attn_mask.dtype).min)
         return attn_mask
 
+    def scores(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Pre-softmax attention logits, before any mask: (batch, n_heads, seq, seq).
+
+        ``scores[..., i, j]`` is the scaled dot product of query ``i`` and key ``j``;
+        for ``q=k-v`` and ``q=k=v`` without ``asymmetric`` it is symmetric in ``i, j``.
+        """
+        self._check_input(x, positions, None)
+        if positions is None:
+            positions = self._default_positions(0, x.shape[1], x.device)
+        q, k, _ = self.project(x)
+        if self.rope:
+            q = apply_rotary(q, self._angles(positions))
+        k = self._turn_keys(k, positions).repeat_interleave(self.group_size, dim=1)
+        return q @ k.transpose(-1, -2) * self.head_dim**-0.5
+
     def forward(
         self,
         x: torch.Tensor,

@@ -48,15 +48,14 @@ class SharedQKVLlamaConfig(LlamaConfig):
     sharing: str = "qkv"
     asymmetric: bool = False
 
-    def validate_architecture(self) -> None:
-        """Check the sharing option and the head layout."""
-        super().validate_architecture()
+    def __post_init__(self, **kwargs: Any) -> None:
+        # Checked here (not in validate_architecture) so that the error is a ValueError.
         check_sharing(self.sharing)
-        n_kv = self.num_key_value_heads or self.num_attention_heads
-        if self.num_attention_heads % n_kv:
+        super().__post_init__(**kwargs)
+        if self.num_attention_heads % self.num_key_value_heads:
             raise ValueError(
                 f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
-                f"num_key_value_heads ({n_kv})"
+                f"num_key_value_heads ({self.num_key_value_heads})"
             )
 
 
