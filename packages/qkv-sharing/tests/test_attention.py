@@ -2,10 +2,9 @@ import math
 
 import pytest
 import torch
+from qkv_sharing import SHARING_VARIANTS, SharedProjectionAttention, cache_tensors_per_layer
 from transformers import DynamicCache, LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
-
-from qkv_sharing import SHARING_VARIANTS, SharedProjectionAttention, cache_tensors_per_layer
 
 LAYOUTS = [4, 2, 1]  # MHA, GQA (2 groups of 2), MQA for 4 query heads
 
@@ -22,8 +21,12 @@ def test_shapes_and_parameter_counts(sharing, n_kv):
     q, k, v = attn.project(_x())
     assert q.shape == (2, 4, 7, 8) and k.shape == v.shape == (2, n_kv, 7, 8)
     kv_width = n_kv * 8
-    n_proj = {"qkv": 32 + 2 * kv_width, "q-k=v": 32 + kv_width, "q=k-v": 2 * kv_width,
-              "q=k=v": kv_width}[sharing]
+    n_proj = {
+        "qkv": 32 + 2 * kv_width,
+        "q-k=v": 32 + kv_width,
+        "q=k-v": 2 * kv_width,
+        "q=k=v": kv_width,
+    }[sharing]
     assert sum(p.numel() for p in attn.parameters()) == 32 * n_proj + 32 * 32
 
 
@@ -51,8 +54,14 @@ def test_qkv_equals_hand_computed_attention(causal, n_kv):
 
 @pytest.mark.parametrize("n_kv", LAYOUTS)
 def test_qkv_equals_transformers_llama_attention(n_kv):
-    config = LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=n_kv,
-                         num_hidden_layers=1, intermediate_size=64, vocab_size=10)
+    config = LlamaConfig(
+        hidden_size=32,
+        num_attention_heads=4,
+        num_key_value_heads=n_kv,
+        num_hidden_layers=1,
+        intermediate_size=64,
+        vocab_size=10,
+    )
     config._attn_implementation = "eager"
     torch.manual_seed(0)
     ref = LlamaAttention(config, 0).eval()
@@ -156,7 +165,9 @@ def test_incremental_decoding_with_a_cache_equals_the_full_pass(sharing, asymmet
     attn = SharedProjectionAttention(32, 4, 2, sharing=sharing, asymmetric=asymmetric).eval()
     x = _x(t=9)
     cache = DynamicCache()
-    steps = [attn(x[:, :5], cache=cache)] + [attn(x[:, t : t + 1], cache=cache) for t in range(5, 9)]
+    steps = [attn(x[:, :5], cache=cache)] + [
+        attn(x[:, t : t + 1], cache=cache) for t in range(5, 9)
+    ]
     torch.testing.assert_close(torch.cat(steps, 1), attn(x), atol=1e-5, rtol=1e-5)
     layer = cache.layers[0]
     assert layer.keys.shape == (2, 2, 9, 8)
@@ -170,7 +181,9 @@ def test_2d_rope_needs_grid_positions_and_is_translation_invariant():
         attn(_x(t=4))
     grid = torch.tensor([[0, 0], [0, 1], [1, 0], [1, 1]])
     out = attn(_x(t=4), grid)
-    torch.testing.assert_close(attn(_x(t=4), grid + torch.tensor([3, 5])), out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        attn(_x(t=4), grid + torch.tensor([3, 5])), out, atol=1e-5, rtol=1e-5
+    )
     assert not torch.allclose(attn(_x(t=4), grid.flip(-1)), out)
 
 

@@ -1,7 +1,5 @@
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, LlamaForCausalLM
-
 from qkv_sharing import (
     SHARING_VARIANTS,
     SharedQKVLlamaConfig,
@@ -11,12 +9,21 @@ from qkv_sharing import (
     kv_cache_reduction,
     shared_llama,
 )
+from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
 
 def _config(sharing="qkv", n_kv=4, **kw):
-    fields = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=n_kv, bos_token_id=None,
-                  eos_token_id=None, pad_token_id=None)
+    fields = dict(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=n_kv,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
     return SharedQKVLlamaConfig(sharing=sharing, **(fields | kw))
 
 
@@ -60,8 +67,9 @@ def test_generate_with_cache_equals_generate_without(sharing, n_kv):
 @pytest.mark.parametrize("n_kv", [4, 2, 1])
 def test_live_cache_bytes_equal_the_formula(sharing, n_kv):
     model = _model(sharing, n_kv)
-    out = model.generate(_ids(3, 5), max_new_tokens=4, do_sample=False,
-                         return_dict_in_generate=True)
+    out = model.generate(
+        _ids(3, 5), max_new_tokens=4, do_sample=False, return_dict_in_generate=True
+    )
     cache = _cache(out)
     assert cache.get_seq_length() == 5 + 4 - 1
     assert cache_nbytes(cache) == kv_cache_bytes(model.config, 8, batch=3)
@@ -73,9 +81,14 @@ def test_live_cache_bytes_equal_the_formula(sharing, n_kv):
 def test_cache_reductions_of_the_paper():
     # 16 query heads as in the paper's ratios: GQA-4 keeps 4 key/value heads, MQA one
     base = _config("qkv", 16, num_attention_heads=16)
-    for sharing, n_kv, expected in [("q-k=v", 16, 0.5), ("q-k=v", 4, 0.875),
-                                    ("q-k=v", 1, 0.96875), ("q=k-v", 16, 0.0),
-                                    ("qkv", 4, 0.75), ("q=k=v", 1, 0.96875)]:
+    for sharing, n_kv, expected in [
+        ("q-k=v", 16, 0.5),
+        ("q-k=v", 4, 0.875),
+        ("q-k=v", 1, 0.96875),
+        ("q=k-v", 16, 0.0),
+        ("qkv", 4, 0.75),
+        ("q=k=v", 1, 0.96875),
+    ]:
         config = _config(sharing, n_kv, num_attention_heads=16)
         assert kv_cache_reduction(config, base) == pytest.approx(expected)
 

@@ -1,6 +1,5 @@
 import pytest
 import torch
-
 from qkv_sharing import SHARING_VARIANTS, SharedViT
 
 

@@ -194,7 +194,10 @@ class SharedProjectionAttention(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self, std: float | None = None) -> None:
-        """Normal(0, std) weights (default ``1/sqrt(hidden_size)``), zero biases, phases U(-pi, pi)."""
+        """Normal(0, std) weights (default ``1/sqrt(hidden_size)``), zero biases.
+
+        The key phases of ``asymmetric`` are drawn uniformly in (-pi, pi).
+        """
         std = 1.0 / math.sqrt(self.hidden_size) if std is None else std
         for module in self.children():
             if isinstance(module, nn.Linear):
@@ -210,6 +213,7 @@ class SharedProjectionAttention(nn.Module):
         return self.n_heads // self.n_kv_heads
 
     def extra_repr(self) -> str:
+        """The layout in ``repr``."""
         return (
             f"sharing={self.sharing!r}, n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, "
             f"head_dim={self.head_dim}, causal={self.causal}, rope={self.rope}, "

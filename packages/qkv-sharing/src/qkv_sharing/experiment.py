@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 import torch
-
 from icml26_core.experiment import Claim, Experiment, Result, RunContext, Table
+
 from qkv_sharing.attention import SHARING_VARIANTS
 from qkv_sharing.cache import cache_nbytes, kv_cache_bytes
 from qkv_sharing.llama import shared_llama

@@ -41,7 +41,9 @@ def rotary_angles(
     positions = positions.float()
     if dims == 2:
         if positions.ndim < 2 or positions.shape[-1] != 2:
-            raise ValueError(f"2-D positions must have shape (..., seq, 2), got {tuple(positions.shape)}")
+            raise ValueError(
+                f"2-D positions must have shape (..., seq, 2), got {tuple(positions.shape)}"
+            )
         if head_dim % 4:
             raise ValueError(f"head_dim must be a multiple of 4 for 2-D positions, got {head_dim}")
         quarter = head_dim // 4

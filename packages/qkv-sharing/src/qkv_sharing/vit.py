@@ -84,24 +84,26 @@ class SharedViT(nn.Module):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if image_size % patch_size:
-            raise ValueError(
-                f"patch_size ({patch_size}) must divide image_size ({image_size})"
-            )
+            raise ValueError(f"patch_size ({patch_size}) must divide image_size ({image_size})")
         self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
         self.grid = image_size // patch_size
         self.embed = nn.Conv2d(channels, dim, kernel_size=patch_size, stride=patch_size)
         self.blocks = nn.ModuleList(
             _Block(
-                dim, n_heads, n_kv_heads, mlp_ratio,
-                sharing=sharing, rope=True, rope_dims=2, asymmetric=asymmetric,
-            )  # fmt: skip
+                dim,
+                n_heads,
+                n_kv_heads,
+                mlp_ratio,
+                sharing=sharing,
+                rope=True,
+                rope_dims=2,
+                asymmetric=asymmetric,
+            )
             for _ in range(depth)
         )
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, n_classes)
-        rows, cols = torch.meshgrid(
-            torch.arange(self.grid), torch.arange(self.grid), indexing="ij"
-        )
+        rows, cols = torch.meshgrid(torch.arange(self.grid), torch.arange(self.grid), indexing="ij")
         self.register_buffer(
             "positions", torch.stack((rows.flatten(), cols.flatten()), -1), persistent=False
         )
