@@ -88,18 +88,18 @@ def test_pnp_fb_converges_to_one_point_from_any_start(op_name):
 
 def test_pnp_dr_converges_with_firmly_nonexpansive_denoiser():
     torch.manual_seed(0)
-    model = PermutationDenoiser(features=8, depth=3, lipschitz=0.9, max_skip=0.5).double().eval()
+    model = PermutationDenoiser(features=8, depth=3, lipschitz=0.6, max_skip=0.5).double().eval()
     assert float(model.reflection_bound()) < 1.0
     op = _operators()["gaussian"]
     gen = torch.Generator().manual_seed(4)
     y = op(torch.rand(1, 1, 16, 16, generator=gen, dtype=torch.float64))
-    a = pnp_douglas_rachford(y, op, lambda x: model(x, 0.02), iters=400, tol=1e-12)
+    a = pnp_douglas_rachford(y, op, lambda x: model(x, 0.02), iters=600, tol=1e-11)
     b = pnp_douglas_rachford(
-        y, op, lambda x: model(x, 0.02), iters=400, tol=1e-12,
+        y, op, lambda x: model(x, 0.02), iters=600, tol=1e-11,
         x0=torch.rand(1, 1, 16, 16, generator=gen, dtype=torch.float64),
     )  # fmt: skip
     assert a.converged and b.converged
-    assert torch.allclose(a.x, b.x, atol=1e-9)
+    assert torch.allclose(a.x, b.x, atol=1e-8)
 
 
 def test_bad_input_errors():
