@@ -316,7 +316,8 @@ def run_bo(
         acq_values: list[float] = []
         stop_reason = "max_evaluations"
         k = 0
-        for k in _progress(range(max_evaluations + 1), progress, max_evaluations + 1):
+        # the last pass only asks the rules, so the bar counts evaluations
+        for k in _progress(range(max_evaluations + 1), progress, max(max_evaluations, 1)):
             if remaining is not None and not bool(remaining.any()):
                 stop_reason = "candidates exhausted"
                 break
