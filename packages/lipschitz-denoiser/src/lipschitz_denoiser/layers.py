@@ -89,7 +89,8 @@ def conv_operator_norm(weight: torch.Tensor, image_size: tuple[int, int]) -> flo
         ValueError: If ``weight`` is not 4-D or the lattice is smaller than the kernel.
 
     Example:
-        >>> conv_operator_norm(torch.ones(1, 1, 3, 3) / 9, (16, 16))  # an average: norm 1
+        >>> avg = torch.full((1, 1, 3, 3), 1 / 9, dtype=torch.float64)  # an average
+        >>> round(conv_operator_norm(avg, (16, 16)), 12)
         1.0
     """
     if weight.ndim != 4:

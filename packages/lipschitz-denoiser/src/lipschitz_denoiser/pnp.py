@@ -111,6 +111,7 @@ def pnp_forward_backward(
         ValueError: On a step outside (0, 2/||A||^2], a bad shape, NaN or ``iters < 1``.
 
     Example:
+        >>> from lipschitz_denoiser import Blur, gaussian_kernel
         >>> A = Blur(gaussian_kernel(5, 1.0))
         >>> y = A(torch.rand(1, 1, 32, 32))
         >>> res = pnp_forward_backward(y, A, lambda x: 0.9 * x, iters=50)
