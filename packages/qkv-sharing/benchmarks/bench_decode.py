@@ -35,6 +35,7 @@ def measure(sharing, n_kv, context, new_tokens, device):
         start = time.perf_counter()
         out = model.generate(
             prompt, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+            use_cache=True,
             return_dict_in_generate=True,
         )  # fmt: skip
         synchronize(device)

@@ -134,3 +134,15 @@ def test_bad_configuration_raises():
         kv_cache_bytes(_config(), -1)
     with pytest.raises(TypeError, match="transformers Cache"):
         cache_nbytes([torch.ones(3)])
+
+
+def test_readme_usage_keeps_a_cache_by_default():
+    model = shared_llama("1M", "q-k=v", n_kv_heads=1, n_heads=16).eval()
+    out = model.generate(
+        torch.tensor([[72, 105]]), max_new_tokens=3, do_sample=False, return_dict_in_generate=True
+    )
+    cache = _cache(out)
+    assert cache_nbytes(cache) == kv_cache_bytes(model.config, cache.get_seq_length())
+    assert (
+        cache_nbytes(cache) == 4 * 1 * 1 * 4 * 8 * 4
+    )  # layers x 1 tensor x kv heads x len x hd x B

@@ -163,7 +163,8 @@ def shared_llama(
         **overrides: Other ``LlamaConfig`` fields.
 
     Returns:
-        The model, in training mode.
+        The model, in training mode, with ``use_cache=True`` (``generate()`` keeps a
+        KV cache unless told otherwise).
 
     Raises:
         ValueError: On a bad size, sharing or head layout.
@@ -182,7 +183,10 @@ def shared_llama(
         "bos_token_id", "eos_token_id", "pad_token_id",
     }  # fmt: skip
     fields = {k: v for k, v in fields.items() if k in keep}
+    # generate() uses the KV cache by default (the core's config turns it off for training;
+    # train_lm asks for no cache explicitly anyway).
     fields |= {"num_attention_heads": heads, "num_key_value_heads": n_kv_heads or heads}
+    fields["use_cache"] = True
     fields |= overrides
     if fields["hidden_size"] % fields["num_attention_heads"] and "head_dim" not in fields:
         raise ValueError(
