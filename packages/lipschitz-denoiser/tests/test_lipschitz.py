@@ -24,7 +24,7 @@ def _power_iteration_norm(layer, shape, iters=300):
         v = (v / v.norm()).requires_grad_(True)
         out = layer(v) - bias
         (g,) = torch.autograd.grad(out, v, out.detach())  # A^T A v
-        sigma = float(out.norm())
+        sigma = float(out.detach().norm())
         v = g.detach()
     return sigma
 
