@@ -103,7 +103,7 @@ def _figure(ctx: RunContext, runs) -> None:
         ax.set_xlabel("environment steps")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("evaluation return (mean, seeds' min-max)")
-    axes[-1].legend(fontsize=7, loc="best")
+    axes[0].legend(fontsize=7, loc="best")
     fig.tight_layout()
     ctx.save_figure(fig, "return_vs_steps")
 
@@ -112,7 +112,11 @@ def run(ctx: RunContext) -> Result:
     """Train every (task, method, seed), tabulate final returns and decide the claims."""
     jobs = _jobs(ctx)
     ctx.log(f"{len(jobs)} training runs at scale {ctx.scale}")
-    runs = _run_all(ctx, jobs)
+    return summarize(ctx, _run_all(ctx, jobs))
+
+
+def summarize(ctx: RunContext, runs: list[dict[str, Any]]) -> Result:
+    """Tables, claims and the figure from the learning curves of :func:`run_job`."""
     result = Result()
     finals: dict[str, dict[str, float]] = {}
     table = Table(
@@ -134,26 +138,39 @@ def run(ctx: RunContext) -> Result:
     result.tables.append(table)
 
     eff = Table(
-        title="Sample efficiency against SAC: environment steps to reach R* "
-        "= min(final RFO, final SAC) on the seed-mean curve",
-        columns=["task", "R*", "RFO steps", "SAC steps", "ratio SAC/RFO", "RFO model steps"],
-        note="ratio > 1: RFO needs fewer real steps. Model steps: differentiable-dynamics "
-        "transitions RFO rolled out (not real interactions).",
+        title="Sample efficiency against SAC: real environment steps to reach R* = RFO's "
+        "final return (seed-mean curves)",
+        columns=[
+            "task",
+            "R*",
+            "RFO steps",
+            "SAC steps",
+            "SAC reached R*",
+            "ratio SAC/RFO",
+            "RFO model steps",
+        ],
+        note="ratio = SAC steps / RFO steps; where SAC did not reach R* within the budget "
+        "(SAC steps '-'), the ratio shown is the lower bound budget / RFO steps. ratio > 1: "
+        "RFO needs fewer real steps. Model steps: differentiable-dynamics transitions RFO "
+        "rolled out (not real interactions).",
     )
-    ratios = {}
+    ratios, reached = {}, {}
     for task in TASKS:
         rfo, sac = _curves(runs, task, "RFO"), _curves(runs, task, "SAC (sb3)")
-        target = min(finals[task]["RFO"], finals[task]["SAC (sb3)"])
+        target = finals[task]["RFO"]
         s_rfo = _steps_to_reach(rfo[0], rfo[1].mean(0), target)
         s_sac = _steps_to_reach(sac[0], sac[1].mean(0), target)
-        ratios[task] = s_sac / s_rfo
+        reached[task] = math.isfinite(s_sac)
+        budget = float(rfo[0][-1])
+        ratios[task] = (s_sac if reached[task] else budget) / s_rfo
         model_steps = int(np.mean([r["model_steps"][-1] for r in rfo[2]]))
         eff.add_row(
             **{
                 "task": task,
                 "R*": target,
                 "RFO steps": s_rfo,
-                "SAC steps": s_sac,
+                "SAC steps": s_sac if reached[task] else None,
+                "SAC reached R*": reached[task],
                 "ratio SAC/RFO": ratios[task],
                 "RFO model steps": model_steps,
             }
@@ -188,9 +205,16 @@ def run(ctx: RunContext) -> Result:
     result.claims.append(
         Claim.check(
             "RFO is more sample-efficient than the model-free reference (SAC)",
-            "steps(SAC) / steps(RFO) to reach R* > 1 on more than half of the tasks",
-            {f"ratio ({t})": r for t, r in ratios.items()},
-            lambda v: sum(x > 1 for x in v.values()) > len(v) / 2,
+            "steps(SAC) / steps(RFO) to reach RFO's final return > 1 on more than half of "
+            "the tasks (SAC not reaching it within the budget counts as > 1)",
+            {
+                **{f"ratio ({t})": r for t, r in ratios.items()},
+                **{f"SAC reached ({t})": v for t, v in reached.items()},
+            },
+            lambda v: (
+                sum(v[f"ratio ({t})"] > 1 or not v[f"SAC reached ({t})"] for t in TASKS)
+                > len(TASKS) / 2
+            ),
         )
     )
     _figure(ctx, runs)
