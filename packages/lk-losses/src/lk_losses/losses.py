@@ -56,7 +56,13 @@ def _check_logits(name: str, x: Any) -> torch.Tensor:
         raise ValueError(f"{name} must have shape (batch, seq, vocab), got {tuple(x.shape)}")
     if x.shape[-1] < 1:
         raise ValueError(f"{name} has an empty vocabulary dimension: {tuple(x.shape)}")
-    if torch.isnan(x).any() or torch.isposinf(x).any():
+    # One reduction checks all: a row's max is NaN if it holds a NaN, +inf if it holds
+    # +inf, and -inf if every entry is -inf (no distribution).
+    row_max = x.detach().amax(-1)
+    if not bool(torch.isfinite(row_max).all()):
+        if bool(torch.isneginf(row_max).any()) and not bool(torch.isnan(row_max).any()):
+            if not bool(torch.isposinf(row_max).any()):
+                raise ValueError(f"{name} has a position where every entry is -inf")
         raise ValueError(f"{name} contains NaN or +inf")
     return x
 
@@ -78,9 +84,8 @@ def _upcast(x: torch.Tensor) -> torch.Tensor:
 
 def _draft_logq(draft_logits: torch.Tensor, temperature: float) -> torch.Tensor:
     draft_logits = _check_logits("draft_logits", draft_logits)
-    if torch.isneginf(draft_logits).all(dim=-1).any():
-        raise ValueError("draft_logits has a position where every entry is -inf")
-    return F.log_softmax(_upcast(draft_logits) / temperature, dim=-1)
+    logits = _upcast(draft_logits)
+    return F.log_softmax(logits if temperature == 1 else logits / temperature, dim=-1)
 
 
 def _target_pair(
@@ -94,8 +99,6 @@ def _target_pair(
                 "target_logits must have the shape of draft_logits "
                 f"{tuple(draft_logq.shape)}, got {tuple(target.shape)}"
             )
-        if torch.isneginf(target).all(dim=-1).any():
-            raise ValueError("target_logits has a position where every entry is -inf")
         return F.log_softmax(_upcast(target).to(draft_logq.dtype) / temperature, dim=-1), draft_logq
     if not isinstance(target, tuple | list) or len(target) != 2:
         raise TypeError(
@@ -244,28 +247,86 @@ def lk_loss(
         target_logits = (target_logits[0], target_logits[1].detach())
     logp, logq = _target_pair(target_logits, logq_full, t)
 
-    def kl() -> torch.Tensor:
-        p = logp.exp()
-        # p * log p is 0 where p is 0 (log p = -inf): where() keeps the NaN out.
-        return torch.where(p > 0, p * (logp - logq), torch.zeros_like(p)).sum(-1)
-
-    if kind == "kl":
-        per_pos = kl()
+    w = torch.as_tensor(kl_weight, dtype=logp.dtype, device=logp.device)
+    if kind == "hybrid" and (w.ndim != 0 or not bool((w >= 0) & (w <= 1))):
+        raise ValueError(f"kl_weight must be a scalar in [0, 1], got {kl_weight!r}")
+    if isinstance(target_logits, torch.Tensor):
+        # Full target: one fused autograd node with a closed-form backward (as cheap as KL).
+        logits = _upcast(draft_logits)
+        per_pos = _FusedLK.apply(logits, logp, t, kind, float(w))
     else:
-        log_alpha = log_acceptance(logp, logq)
-        if kind == "tv":
-            # 1 - alpha = -expm1(log alpha): exact near alpha = 1, no cancellation.
-            per_pos = -torch.expm1(log_alpha)
-        else:
-            neg_log_alpha = -log_alpha
-            if kind == "log_alpha":
-                per_pos = neg_log_alpha
-            else:
-                w = torch.as_tensor(kl_weight, dtype=logp.dtype, device=logp.device)
-                if w.ndim != 0 or not bool((w >= 0) & (w <= 1)):
-                    raise ValueError(f"kl_weight must be a scalar in [0, 1], got {kl_weight!r}")
-                per_pos = w * kl() + (1 - w) * neg_log_alpha
+        per_pos = _lk_autograd(logp, logq, kind, w)
     return _reduce(per_pos, mask, reduction)
+
+
+def _kl_terms(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
+    # p * log p is 0 where p is 0: clamping log p = -inf to the lowest finite value
+    # keeps 0 * (-inf) = NaN out at the cost of one pass.
+    finite_logp = logp.clamp_min(torch.finfo(logp.dtype).min)
+    return (logp.exp() * (finite_logp - logq)).sum(-1)
+
+
+def _lk_autograd(
+    logp: torch.Tensor, logq: torch.Tensor, kind: str, w: torch.Tensor
+) -> torch.Tensor:
+    """Per-position loss by plain autograd (used for top-k targets)."""
+    if kind == "kl":
+        return _kl_terms(logp, logq)
+    log_alpha = log_acceptance(logp, logq)
+    if kind == "tv":
+        # 1 - alpha = -expm1(log alpha): exact near alpha = 1, no cancellation.
+        return -torch.expm1(log_alpha)
+    if kind == "log_alpha":
+        return -log_alpha
+    return w * _kl_terms(logp, logq) - (1 - w) * log_alpha
+
+
+class _FusedLK(torch.autograd.Function):
+    """Per-position LK/KL loss of draft logits against full target log-probs.
+
+    With ``ind = [q < p]`` and ``r = q * ind / alpha`` (formed as
+    ``exp(log q - log alpha)``, so it stays finite as alpha -> 0), the gradient of
+    ``log alpha`` with respect to the tempered logits is ``r - q * sum(r)``; that of
+    ``KL(p || q)`` is ``q - p``. Ties ``q = p`` take the subgradient 0 of the min.
+    """
+
+    @staticmethod
+    def forward(ctx, logits, logp, temperature, kind, w):
+        logq = F.log_softmax(logits if temperature == 1 else logits / temperature, dim=-1)
+        log_alpha = log_acceptance(logp, logq)
+        if kind == "kl":
+            out = _kl_terms(logp, logq)
+        elif kind == "tv":
+            out = -torch.expm1(log_alpha)
+        elif kind == "log_alpha":
+            out = -log_alpha
+        else:
+            out = w * _kl_terms(logp, logq) - (1 - w) * log_alpha
+        ctx.save_for_backward(logq, logp, log_alpha)
+        ctx.temperature, ctx.kind, ctx.w = temperature, kind, w
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out):
+        logq, logp, log_alpha = ctx.saved_tensors
+        kind, w = ctx.kind, ctx.w
+        q = logq.exp()
+        if kind == "kl":
+            grad = q - logp.exp()
+        else:
+            r = torch.where(logq < logp, (logq - log_alpha[..., None]).exp(), 0.0)
+            d_log_alpha = r - q * r.sum(-1, keepdim=True)
+            if kind == "tv":
+                grad = d_log_alpha * (-log_alpha.exp())[..., None]
+            elif kind == "log_alpha":
+                grad = -d_log_alpha
+            else:
+                grad = w * (q - logp.exp()) - (1 - w) * d_log_alpha
+        scale = (
+            grad_out[..., None] if ctx.temperature == 1 else grad_out[..., None] / ctx.temperature
+        )
+        return grad * scale, None, None, None, None
 
 
 @torch.no_grad()
