@@ -6,6 +6,6 @@ which the workspace's root ``conftest.py`` loads explicitly (never through a
 """
 
 from icml26_core.testing.experiments import check_experiment
-from icml26_core.testing.optimizers import check_optimizer as check_optimizer
+from icml26_core.testing.optimizers import check_optimizer
 
-__all__ = ["check_experiment"]
+__all__ = ["check_experiment", "check_optimizer"]
