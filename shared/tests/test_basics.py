@@ -49,3 +49,16 @@ def test_import_core_does_not_import_torch_or_matplotlib():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_torch_threads_sets_and_restores():
+    torch = pytest.importorskip("torch")
+    from icml26_core.device import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="positive integer"):
+        with torch_threads(0):
+            pass

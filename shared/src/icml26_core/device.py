@@ -6,6 +6,8 @@ without it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from icml26_core._lazy import require
@@ -90,3 +92,28 @@ def peak_memory_bytes(device: str | Any = "auto", *, reset: bool = False) -> int
     if reset:
         torch.cuda.reset_peak_memory_stats(dev)
     return peak
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run a block with ``n`` torch intra-op threads, restoring the previous count after.
+
+    Small models on a busy CPU run far slower with several intra-op threads than
+    with one (threads spin and synchronize more than they compute), so experiments
+    and tests of tiny networks use ``torch_threads(1)``. ``None`` leaves it unchanged.
+
+    Raises:
+        ValueError: If ``n`` is not None or a positive integer.
+    """
+    if n is None:
+        yield
+        return
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer or None, got {n!r}")
+    torch = require("torch", "torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import torch
+from icml26_core.device import torch_threads
 from icml26_core.experiment import Claim, Experiment, Result, RunContext, Table
 
 from qkv_sharing.attention import SHARING_VARIANTS
@@ -28,19 +28,6 @@ from qkv_sharing.vit import SharedViT
 N_HEADS = 16  # 16 query heads: GQA-4 keeps 4 key/value heads, MQA one (as in the paper's ratios)
 HEAD_LAYOUTS = {"MHA": N_HEADS, "GQA-4": N_HEADS // 4, "MQA": 1}
 LABELS = {"qkv": "QKV", "q-k=v": "Q-K=V", "q=k-v": "Q=K-V", "q=k=v": "Q=K=V"}
-
-
-@contextmanager
-def _torch_threads(n: int | None):
-    # Small models on a busy 2-core machine: one intra-op thread is several times faster
-    # than two (measured), and leaves the other core to other work.
-    old = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def _lm_settings(ctx: RunContext) -> dict[str, Any]:
@@ -228,7 +215,9 @@ def run(ctx: RunContext) -> Result:
     threads = None if ctx.device.startswith("cuda") or ctx.scale == "full" else 1
     tables, claims, notes = [], [], []
     data: dict[str, Any] = {"lm_settings": cfg, "n_heads": N_HEADS}
-    with _torch_threads(threads):
+    # Small models on a busy 2-core machine: one intra-op thread is several times faster
+    # than two (measured), and leaves the other core to other work.
+    with torch_threads(threads):
         lm_rows: list[dict[str, Any]] = []
         for corpus in cfg["corpora"]:
             rows = _run_lm(ctx, corpus, cfg)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
+from icml26_core.device import torch_threads
 from icml26_core.experiment import Claim, Experiment, Result, RunContext, Table
 
 from rmcts.arena import OpenSpielMCTSBot, play_match, random_openings
@@ -346,13 +346,9 @@ def _accuracy_at_equal_time(ttt_rows: list[dict], ev_name: str) -> float:
 
 def run(ctx: RunContext) -> Result:
     """Train (or load cached) networks, measure policy quality and play the matches."""
-    threads = torch.get_num_threads()
     # Tiny networks on small batches: one thread avoids OpenMP spin contention.
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         return _run(ctx)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run(ctx: RunContext) -> Result:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from icml26_core.device import cuda_available
+from icml26_core.device import cuda_available, torch_threads
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -36,3 +36,17 @@ def _devices() -> list[str]:
 def device(request: pytest.FixtureRequest) -> str:
     """Each available device in turn: ``"cpu"``, plus ``"cuda"`` when present."""
     return request.param
+
+
+@pytest.fixture
+def torch_one_thread():
+    """Run the test with one torch intra-op thread (restored after).
+
+    Tiny tensors gain nothing from a second thread and, on a busy 2-core machine,
+    lose much to synchronization. Use it from a package's ``conftest.py``::
+
+        @pytest.fixture(autouse=True)
+        def _one_thread(torch_one_thread): ...
+    """
+    with torch_threads(1):
+        yield
