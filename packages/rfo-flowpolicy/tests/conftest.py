@@ -1,5 +1,8 @@
-import torch
+import pytest
 
-# One intra-op thread: the networks are small, and on a shared 2-core machine more
-# threads only contend with each other.
-torch.set_num_threads(1)
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread(torch_one_thread):
+    # Tiny tensors: a second intra-op thread only adds synchronization on a busy 2-core
+    # machine (slowdowns of 10-50x per forward pass were measured). Restored after.
+    yield

@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 import numpy as np
+from icml26_core.device import torch_threads
 from icml26_core.experiment import Claim, Experiment, Result, RunContext, Table
 
 ACQ_LABELS = {"pbgi": "PBGI", "logeipc": "LogEIPC", "logei": "LogEI"}
@@ -54,13 +55,19 @@ def _rules(budget: int) -> dict[str, Any]:
 
 
 def run_job(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one (setting, seed, acquisition) BO trajectory, on one torch thread."""
+    # GP fits on a dozen points thrash with several intra-op threads on 2 cores.
+    with torch_threads(1):
+        return _run_job(spec)
+
+
+def _run_job(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one (setting, seed, acquisition) BO trajectory and score every rule on it."""
     import torch
 
     from bo_stopping.loop import run_bo
     from bo_stopping.problems import synthetic_problem
 
-    torch.set_num_threads(1)
     budget = spec["budget"]
     rules = _rules(budget)
     common = {

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
+from icml26_core.device import torch_threads
 
 from rfo_flowpolicy.dynamics import CartPoleSwingUp, Pendulum, make_cartpole_swingup_env
 from rfo_flowpolicy.policies import FlowPolicy, GaussianPolicy
@@ -151,7 +152,7 @@ def method_config(spec: TaskSpec, method: str, warmup: int) -> RPGConfig:
     return cfg
 
 
-def run_job(
+def _run_job(
     task: str,
     method: str,
     seed: int,
@@ -168,7 +169,6 @@ def run_job(
         A dict with ``task``, ``method``, ``seed``, ``env_steps``, ``returns``,
         ``model_steps``, ``wall_s`` and ``stats``.
     """
-    torch.set_num_threads(1)
     torch.manual_seed(seed)
     spec = SPECS[task]
     make_env = spec.make_env_fn(scale)
@@ -204,3 +204,13 @@ def run_job(
         "wall_s": log.wall_s[-1] if log.wall_s else 0.0,
         "stats": log.stats,
     }
+
+
+def run_job(**job: Any) -> dict[str, Any]:
+    """Train one method on one task with one seed (see :func:`_run_job`), on one torch thread.
+
+    The networks are small: on a shared 2-core machine more intra-op threads only
+    contend. The caller's thread count is restored afterwards.
+    """
+    with torch_threads(1):
+        return _run_job(**job)
