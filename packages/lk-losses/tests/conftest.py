@@ -1,12 +1,8 @@
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    # Tiny tensors: a second intra-op thread on a busy 2-core machine only adds
-    # synchronisation (a 50x slowdown per forward pass was measured).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_torch_thread(torch_one_thread):
+    # Tiny tensors: a second intra-op thread only adds synchronization on a busy 2-core
+    # machine (slowdowns of 10-50x per forward pass were measured). Restored after.
     yield
-    torch.set_num_threads(threads)

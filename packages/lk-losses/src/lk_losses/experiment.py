@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from icml26_core.device import torch_threads
 from icml26_core.experiment import Claim, Experiment, Result, RunContext, Table
 
 from lk_losses.domains import DOMAINS, domain_text
@@ -277,16 +278,11 @@ def _evaluate(
 
 def run(ctx: RunContext) -> Result:
     """Distil drafts with each loss from the target; measure acceptance on held-out text."""
-    threads = torch.get_num_threads()
-    if torch.device(ctx.device).type == "cpu":
-        # The models are tiny and decoding runs batch 1: a second intra-op thread costs
-        # more in synchronisation than it gains (measured 10 ms vs 790 ms per forward
-        # pass on a busy 2-core machine).
-        torch.set_num_threads(1)
-    try:
+    # The models are tiny and decoding runs batch 1: a second intra-op thread costs more
+    # in synchronisation than it gains (measured 10 ms vs 790 ms per forward pass on a
+    # busy 2-core machine).
+    with torch_threads(1 if torch.device(ctx.device).type == "cpu" else None):
         return _run(ctx)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run(ctx: RunContext) -> Result:
