@@ -77,3 +77,11 @@ def test_bad_scale_exits_2_with_one_line():
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "invalid choice" in proc.stderr
+
+
+def test_smoke_runs_do_not_replace_default_results(fake_registry, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "good", "--device", "cpu"]) == 0
+    assert main(["run", "good", "--scale", "smoke", "--device", "cpu"]) == 0
+    assert '"scale": "default"' in (tmp_path / "results/good/result.json").read_text()
+    assert '"scale": "smoke"' in (tmp_path / "results/smoke/good/result.json").read_text()

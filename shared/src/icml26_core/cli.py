@@ -3,7 +3,7 @@
 Examples:
     icml26 list
     icml26 run enmf                      # default scale, < 10 min on 2 CPU cores
-    icml26 run enmf --scale smoke        # < 30 s
+    icml26 run enmf --scale smoke        # < 30 s, into results/smoke/enmf
     icml26 run --all --scale smoke
     icml26 report --readme               # results/REPORT.md and package READMEs
     icml26 data list [--kind tabular] [--check]   # datasets, shapes, availability
@@ -90,7 +90,10 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     for n in names:
         if n not in known:
             return _fail(f"no experiment named {n!r}; registered: {', '.join(known) or 'none'}")
-    base = Path(args.out) if args.out else Path("results")
+    # Non-default scales get their own folder, so a smoke run never replaces the
+    # default-scale result that `icml26 report --readme` shows.
+    default_base = Path("results") if args.scale == "default" else Path("results") / args.scale
+    base = Path(args.out) if args.out else default_base
     failed = []
     for n in names:
         out = base / n if (args.all or not args.out) else base
@@ -179,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="smoke (<30 s), default (<10 min on 2 CPU cores) or full (paper, GPU)")
     r.add_argument("--device", default="auto", help=f"one of {DEVICE_CHOICES} or cuda:N")
     r.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
-    r.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    r.add_argument("--out", default=None,
+                   help="output folder (default results/NAME; results/SCALE/NAME for smoke, full)")
     rep = sub.add_parser("report", help="gather results into results/REPORT.md")
     rep.add_argument("--results", default="results", help="folder of results (default results)")
     rep.add_argument("--readme", action="store_true",
@@ -198,7 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``icml26`` command; returns the exit status."""
     args = build_parser().parse_args(argv)
-    console = Console()
+    # rich wraps to 80 columns when output is not a terminal (CI logs, `| tee`), which
+    # cuts numbers in tables; give logs room instead.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     if args.command == "run" and args.seed < 0:
         return _fail(f"--seed must be nonnegative, got {args.seed}")
     handlers = {"list": _cmd_list, "run": _cmd_run, "report": _cmd_report, "data": _cmd_data}
