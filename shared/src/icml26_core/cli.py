@@ -12,6 +12,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import traceback
@@ -203,8 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``icml26`` command; returns the exit status."""
     args = build_parser().parse_args(argv)
     # rich wraps to 80 columns when output is not a terminal (CI logs, `| tee`), which
-    # cuts numbers in tables; give logs room instead.
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    # cuts numbers in tables; give logs room instead, unless COLUMNS says otherwise.
+    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    console = Console(width=200) if wide else Console()
     if args.command == "run" and args.seed < 0:
         return _fail(f"--seed must be nonnegative, got {args.seed}")
     handlers = {"list": _cmd_list, "run": _cmd_run, "report": _cmd_report, "data": _cmd_data}
