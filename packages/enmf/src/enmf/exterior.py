@@ -26,6 +26,7 @@ from enmf.hals import (
     Trace,
     _sweeps,
     inner_sweeps,
+    kkt_tolerance_met,
     projected_gradient_norm2,
 )
 
@@ -151,15 +152,12 @@ def exterior_solve(
         err2_prev = err2
 
         now = time.perf_counter() - t_start
-        trace.times.append(now)
-        trace.errors.append(float(np.sqrt(err2)))
-        trace.feasible.append(True)
+        trace.record(now, err2)
         if callback is not None:
             callback(it, Wt, H)
         if pg0 is None:
             pg0 = pg
-        # An exact fit (relative error 1e-10) is a KKT point up to round-off.
-        if pg <= (tol**2) * pg0 or err2 <= 1e-20 * x_norm2:
+        if kkt_tolerance_met(pg, pg0, tol, err2, x_norm2):
             converged = True
             break
         if time_limit is not None and now >= time_limit:

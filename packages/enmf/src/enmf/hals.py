@@ -100,6 +100,20 @@ class Trace:
     errors: list[float] = field(default_factory=list)
     feasible: list[bool] = field(default_factory=list)
 
+    def record(self, now: float, sq_err: float, *, feasible: bool = True) -> None:
+        """Append one iteration: its time (s) and squared error ``||X - W H||_F^2``."""
+        self.times.append(now)
+        self.errors.append(float(np.sqrt(sq_err)))
+        self.feasible.append(feasible)
+
+
+def kkt_tolerance_met(pg: float, pg0: float, tol: float, sq_err: float, x_norm2: float) -> bool:
+    """Stopping test shared by the solvers: projected gradient below ``tol**2 * pg0``.
+
+    An exact fit (relative error 1e-10) is a KKT point up to round-off, so it stops too.
+    """
+    return pg <= (tol**2) * pg0 or sq_err <= 1e-20 * x_norm2
+
 
 @dataclass
 class SolverResult:
@@ -192,16 +206,13 @@ def hals_solve(
         sq_err = squared_error_from_products(x_norm2, WtX, WtW, H)
         sq_err = refine_small_error(X, sq_err, x_norm2, Wt, H)
         now = time.perf_counter() - t_start
-        trace.times.append(now)
-        trace.errors.append(float(np.sqrt(sq_err)))
-        trace.feasible.append(True)
+        trace.record(now, sq_err)
         if callback is not None:
             callback(it, Wt, H)
 
         if pg0 is None:
             pg0 = pg
-        # An exact fit (relative error 1e-10) is a KKT point up to round-off.
-        if pg <= (tol**2) * pg0 or sq_err <= 1e-20 * x_norm2:
+        if kkt_tolerance_met(pg, pg0, tol, sq_err, x_norm2):
             converged = True
             break
         if time_limit is not None and now >= time_limit:
