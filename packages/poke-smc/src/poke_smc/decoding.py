@@ -1,0 +1,566 @@
+"""Decoding a masked diffusion LM: unmasking strategies, Path LL and NFE accounting.
+
+A decoder starts from a sequence in which some positions hold the mask token and, in
+``steps`` network evaluations, reveals them all: at every step the model gives
+log-probabilities ``log p(x_i = v | x_t)`` for every position, a token is chosen for
+each masked position, and a *strategy* picks which ``k_t`` of them to reveal (LLaDA's
+remasking: the rest stay masked). The number revealed per step follows LLaDA's even
+schedule (:func:`reveal_schedule`).
+
+Path log-likelihood (the paper's Path LL) of a trajectory is the sum, over steps, of the
+log-probabilities of the tokens revealed at that step given the partial sequence
+before it: ``PathLL = sum_t sum_{i revealed at t} log p(x_i | x_t)``. It is computed
+for free while decoding (:attr:`DecodeResult.path_ll`) and can be recomputed for any
+recorded trajectory with :func:`path_log_likelihood`.
+
+NFE (network function evaluations) counts sequences passed through the network, per
+input sequence: ``steps`` for one trajectory, ``n * steps`` for best-of-``n``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from poke_smc.model import model_device
+
+__all__ = [
+    "SCORES",
+    "BestOfN",
+    "DecodeResult",
+    "ScoreRemasking",
+    "Strategy",
+    "decode",
+    "infill",
+    "log_probs",
+    "path_log_likelihood",
+    "position_scores",
+    "propose",
+    "resolve_strategy",
+    "reveal_schedule",
+]
+
+SCORES = ("random", "confidence", "margin", "entropy")
+"""Position scores of the greedy remasking strategies (higher is revealed first)."""
+
+
+@dataclass
+class DecodeResult:
+    """A decoded batch and its trajectories.
+
+    Attributes:
+        tokens: int64 ``(B, L)``: the final sequences (prompt included for :func:`decode`).
+        reveal_step: int64 ``(B, L)``: the step (0-based) at which each position was
+            revealed; ``-1`` for positions that were given.
+        token_logprob: float32 ``(B, L)``: ``log p`` of each revealed token at its reveal
+            step (nats); 0 for given positions.
+        path_ll: float32 ``(B,)``: Path LL of each trajectory, ``token_logprob.sum(-1)``.
+        nfe: Network function evaluations spent per input sequence.
+        steps: Decoding steps (network calls per trajectory).
+        candidates: int64 ``(B, N, L)``: every sample's / particle's final sequence for
+            best-of-N and SMC (None for a single trajectory).
+        candidate_path_ll: float32 ``(B, N)``: their Path LL (None for one trajectory).
+        resamples: Resampling events per input sequence (SMC only, else None).
+    """
+
+    tokens: torch.Tensor
+    reveal_step: torch.Tensor
+    token_logprob: torch.Tensor
+    path_ll: torch.Tensor
+    nfe: int
+    steps: int
+    candidates: torch.Tensor | None = None
+    candidate_path_ll: torch.Tensor | None = None
+    resamples: torch.Tensor | None = None
+
+
+class Strategy(Protocol):
+    """An unmasking strategy: decode every masked position of ``tokens`` in ``steps``."""
+
+    def run(
+        self,
+        model: Any,
+        tokens: torch.Tensor,
+        steps: int,
+        generator: torch.Generator | None = None,
+    ) -> DecodeResult:
+        """Decode validated int64 ``tokens (B, L)``; every row has at least ``steps`` masks."""
+        ...
+
+
+def log_probs(model: Any, tokens: torch.Tensor) -> torch.Tensor:
+    """Float32 log-probabilities ``(B, L, V)`` of ``model`` on ``tokens (B, L)``.
+
+    The mask token (when it is inside the vocabulary) gets probability 0.
+
+    Raises:
+        ValueError: If the model's output has the wrong shape or holds NaN.
+    """
+    logits = model(tokens)
+    if logits.ndim != 3 or logits.shape[:2] != tokens.shape:
+        raise ValueError(
+            f"model returned logits of shape {tuple(logits.shape)} for tokens of shape "
+            f"{tuple(tokens.shape)}; expected (batch, length, vocab_size)"
+        )
+    logits = logits.float()
+    mask_id = int(model.mask_token_id)
+    if 0 <= mask_id < logits.shape[-1]:
+        logits = logits.clone()
+        logits[..., mask_id] = float("-inf")
+    if torch.isnan(logits).any():
+        raise ValueError("model returned NaN logits")
+    return torch.log_softmax(logits, dim=-1)
+
+
+def reveal_schedule(n_masked: torch.Tensor, steps: int) -> torch.Tensor:
+    """Tokens to reveal at each step: ``n // steps``, one more in the first ``n % steps``.
+
+    This is LLaDA's schedule for a linear noise schedule: the masked count falls evenly.
+
+    Args:
+        n_masked: int ``(B,)``: masked positions per row.
+        steps: Number of steps, at most ``n_masked.min()``.
+
+    Returns:
+        int64 ``(B, steps)`` whose rows sum to ``n_masked``; every entry is >= 1.
+    """
+    n = n_masked.long()
+    base = torch.div(n, steps, rounding_mode="floor")
+    rem = n - base * steps
+    ar = torch.arange(steps, device=n.device)
+    return base[:, None] + (ar[None, :] < rem[:, None]).long()
+
+
+def _uniform(shape: Sequence[int], generator: torch.Generator | None, device: Any) -> torch.Tensor:
+    dev = generator.device if generator is not None else device
+    return torch.rand(tuple(shape), generator=generator, device=dev).to(device)
+
+
+def _gumbel(shape: Sequence[int], generator: torch.Generator | None, device: Any) -> torch.Tensor:
+    u = _uniform(shape, generator, device).clamp_(1e-20, 1.0 - 1e-7)
+    return -torch.log(-torch.log(u))
+
+
+def position_scores(
+    logp: torch.Tensor,
+    token_logp: torch.Tensor,
+    score: str,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """How sure the model is at each position (higher is revealed first).
+
+    Args:
+        logp: float ``(B, L, V)`` log-probabilities.
+        token_logp: float ``(B, L)``: log-probability of the token chosen at each position.
+        score: ``"confidence"`` (the chosen token's probability, LLaDA's low-confidence
+            remasking), ``"margin"`` (top-1 minus top-2 probability), ``"entropy"``
+            (negative entropy) or ``"random"`` (uniform noise, a random order).
+        generator: Random source for ``"random"``.
+
+    Returns:
+        float ``(B, L)``.
+
+    Raises:
+        ValueError: On an unknown ``score``.
+    """
+    if score == "confidence":
+        return token_logp.exp()
+    if score == "margin":
+        top = logp.topk(min(2, logp.shape[-1]), dim=-1).values.exp()
+        return top[..., 0] - (top[..., 1] if top.shape[-1] > 1 else 0.0)
+    if score == "entropy":
+        p = logp.exp()
+        return (p * logp.clamp_min(-1e30)).nan_to_num(0.0).sum(-1)
+    if score == "random":
+        return _uniform(token_logp.shape, generator, token_logp.device)
+    raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+
+
+def propose(
+    logp: torch.Tensor,
+    masked: torch.Tensor,
+    k: torch.Tensor,
+    *,
+    score: str = "confidence",
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One unmasking step: choose a token at every masked position and reveal ``k`` of them.
+
+    With ``temperature == 0`` tokens are the argmax and the revealed positions are the
+    ``k`` best by ``score`` (deterministic greedy remasking). With ``temperature > 0``
+    tokens are sampled from ``softmax(logp / temperature)`` and positions by Gumbel-top-k
+    on ``score / temperature`` (for ``"confidence"``: without replacement with
+    probability proportional to ``p^(1/temperature)``), so trajectories differ.
+
+    Args:
+        logp: float ``(B, L, V)`` log-probabilities of the current state.
+        masked: bool ``(B, L)``: positions still masked.
+        k: int ``(B,)``: how many to reveal in each row (``<= masked.sum(-1)``).
+        score: One of :data:`SCORES`.
+        temperature: Sampling temperature, >= 0.
+        generator: Random source.
+
+    Returns:
+        ``(tokens, reveal, token_logp)``: int64 ``(B, L)`` chosen tokens, bool ``(B, L)``
+        positions revealed now, and float ``(B, L)`` the model's log-probability (at
+        temperature 1) of each chosen token.
+    """
+    if temperature == 0:
+        tokens = logp.argmax(-1)
+    else:
+        tokens = (logp / temperature + _gumbel(logp.shape, generator, logp.device)).argmax(-1)
+    token_logp = logp.gather(-1, tokens[..., None]).squeeze(-1)
+    s = position_scores(logp, token_logp, score, generator)
+    if temperature > 0 and score != "random":
+        s = s / temperature + _gumbel(s.shape, generator, s.device)
+    s = s.masked_fill(~masked, float("-inf"))
+    order = s.argsort(dim=-1, descending=True, stable=True)
+    rank = torch.empty_like(order)
+    rank.scatter_(1, order, torch.arange(s.shape[1], device=s.device).expand_as(order))
+    reveal = (rank < k[:, None]) & masked
+    return tokens, reveal, token_logp
+
+
+StepHook = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], None]
+
+
+def _unmask(
+    model: Any,
+    tokens: torch.Tensor,
+    steps: int,
+    *,
+    score: str,
+    temperature: float,
+    generator: torch.Generator | None,
+    on_step: StepHook | None = None,
+) -> DecodeResult:
+    """The greedy / sampled remasking loop shared by the strategies and POKE's rollouts."""
+    mask_id = int(model.mask_token_id)
+    x = tokens.clone()
+    masked = x == mask_id
+    schedule = reveal_schedule(masked.sum(-1), steps)
+    reveal_step = torch.full_like(x, -1)
+    token_lp = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
+    path_ll = torch.zeros(x.shape[0], dtype=torch.float32, device=x.device)
+    for t in range(steps):
+        logp = log_probs(model, x)
+        if on_step is not None:
+            on_step(t, logp, masked, path_ll)
+        new, reveal, lp = propose(
+            logp, masked, schedule[:, t], score=score, temperature=temperature, generator=generator
+        )
+        x = torch.where(reveal, new, x)
+        reveal_step[reveal] = t
+        token_lp = torch.where(reveal, lp, token_lp)
+        path_ll = path_ll + torch.where(reveal, lp, 0.0).sum(-1)
+        masked = masked & ~reveal
+    return DecodeResult(x, reveal_step, token_lp, path_ll, nfe=steps, steps=steps)
+
+
+def _check_score_temperature(score: str, temperature: float) -> None:
+    if score not in SCORES:
+        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    if not isinstance(temperature, int | float) or not temperature >= 0:
+        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
+
+
+@dataclass(frozen=True)
+class ScoreRemasking:
+    """Reveal, at every step, the masked positions the model is surest about.
+
+    ``ScoreRemasking("confidence")`` is LLaDA's low-confidence remasking (greedy
+    confidence decoding); ``"margin"`` and ``"entropy"`` rank positions by the top-2
+    margin or the negative entropy; ``"random"`` reveals positions in a random order
+    (MDLM's ancestral sampler with argmax tokens). ``temperature > 0`` samples tokens and
+    positions (see :func:`propose`).
+
+    Args:
+        score: One of :data:`SCORES`.
+        temperature: Sampling temperature, >= 0 (0: deterministic).
+
+    Raises:
+        ValueError: On an unknown score or a negative temperature.
+    """
+
+    score: str = "confidence"
+    temperature: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_score_temperature(self.score, self.temperature)
+
+    def run(
+        self,
+        model: Any,
+        tokens: torch.Tensor,
+        steps: int,
+        generator: torch.Generator | None = None,
+    ) -> DecodeResult:
+        """Decode ``tokens (B, L)`` in ``steps`` steps; ``nfe == steps``."""
+        return _unmask(
+            model,
+            tokens,
+            steps,
+            score=self.score,
+            temperature=self.temperature,
+            generator=generator,
+        )
+
+
+def _select(
+    res: DecodeResult, batch: int, n: int, key: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indices ``(B,)`` of the best of ``n`` candidates per row by ``key (B*n,)``."""
+    best = key.view(batch, n).argmax(-1)
+    flat = torch.arange(batch, device=key.device) * n + best
+    return best, flat
+
+
+@dataclass(frozen=True)
+class BestOfN:
+    """Best-of-N by Path LL: ``n`` sampled trajectories, keep the one with the highest Path LL.
+
+    The decoding-time scaling baseline of the paper: independent trajectories from
+    :class:`ScoreRemasking` at ``temperature``, all in one batch, selected by Path LL.
+    Costs ``n * steps`` NFE.
+
+    Args:
+        n: Number of trajectories (>= 1).
+        score: Position score of the sampled trajectories (one of :data:`SCORES`).
+        temperature: Sampling temperature (> 0 for distinct trajectories).
+
+    Raises:
+        ValueError: On ``n < 1``, an unknown score or a negative temperature.
+    """
+
+    n: int = 8
+    score: str = "confidence"
+    temperature: float = 1.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"n must be a positive int, got {self.n!r}")
+        _check_score_temperature(self.score, self.temperature)
+
+    def run(
+        self,
+        model: Any,
+        tokens: torch.Tensor,
+        steps: int,
+        generator: torch.Generator | None = None,
+    ) -> DecodeResult:
+        """Decode ``n`` trajectories per row of ``tokens (B, L)``; ``nfe == n * steps``."""
+        batch, n = tokens.shape[0], self.n
+        res = _unmask(
+            model,
+            tokens.repeat_interleave(n, 0),
+            steps,
+            score=self.score,
+            temperature=self.temperature,
+            generator=generator,
+        )
+        _, flat = _select(res, batch, n, res.path_ll)
+        return DecodeResult(
+            tokens=res.tokens[flat],
+            reveal_step=res.reveal_step[flat],
+            token_logprob=res.token_logprob[flat],
+            path_ll=res.path_ll[flat],
+            nfe=n * steps,
+            steps=steps,
+            candidates=res.tokens.view(batch, n, -1),
+            candidate_path_ll=res.path_ll.view(batch, n),
+        )
+
+
+def resolve_strategy(strategy: str | Strategy) -> Strategy:
+    """A :class:`Strategy` from a name (``"confidence"``, ..., ``"best-of-n"``) or object.
+
+    Raises:
+        ValueError: On an unknown name.
+        TypeError: If ``strategy`` is neither a name nor has a ``run`` method.
+    """
+    if isinstance(strategy, str):
+        if strategy in SCORES:
+            return ScoreRemasking(strategy)
+        if strategy in ("best-of-n", "best_of_n"):
+            return BestOfN()
+        raise ValueError(
+            f"strategy must be one of {(*SCORES, 'best-of-n')} or a strategy object "
+            f"(ScoreRemasking, BestOfN, PokeSMC), got {strategy!r}"
+        )
+    if not callable(getattr(strategy, "run", None)):
+        raise TypeError(f"strategy must be a name or have a run() method, got {strategy!r}")
+    return strategy
+
+
+def _as_tokens(value: Any, name: str, device: torch.device) -> torch.Tensor:
+    t = torch.as_tensor(value, device=device)
+    if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+        raise TypeError(f"{name} must hold integer token ids, got dtype {t.dtype}")
+    return t.long()
+
+
+def _check_model(model: Any) -> None:
+    if not callable(model):
+        raise TypeError(f"model must be callable (tokens -> logits), got {type(model).__name__}")
+    for attr in ("mask_token_id", "vocab_size"):
+        if not isinstance(getattr(model, attr, None), int):
+            raise TypeError(f"model must have an int attribute {attr!r} (see MaskedDiffusionLM)")
+
+
+def _check_steps(steps: Any, limit: int, what: str) -> int:
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if steps > limit:
+        raise ValueError(
+            f"steps ({steps}) must be <= {what} ({limit}): each step reveals at least one token"
+        )
+    return steps
+
+
+def decode(
+    model: Any,
+    prompt: Any,
+    gen_length: int,
+    steps: int,
+    strategy: str | Strategy = "confidence",
+    *,
+    generator: torch.Generator | None = None,
+) -> DecodeResult:
+    """Generate ``gen_length`` tokens after a prompt with a masked diffusion LM.
+
+    The sequence ``prompt + [mask] * gen_length`` is decoded in ``steps`` steps by
+    ``strategy``.
+
+    Args:
+        model: A :class:`~poke_smc.model.MaskedDiffusionLM`.
+        prompt: int ``(P,)`` or ``(B, P)`` token ids (tensor, array or list), fully
+            observed: no mask tokens. ``P`` may be 0.
+        gen_length: Tokens to generate, >= 1.
+        steps: Decoding steps, ``1 <= steps <= gen_length``.
+        strategy: ``"random"``, ``"confidence"``, ``"margin"``, ``"entropy"``,
+            ``"best-of-n"`` or a strategy object (:class:`ScoreRemasking`,
+            :class:`BestOfN`, :class:`~poke_smc.smc.PokeSMC`).
+        generator: Random source for stochastic strategies (on the model's device or CPU).
+
+    Returns:
+        A :class:`DecodeResult` over the whole sequence (``L = P + gen_length``); the
+        generated part is ``result.tokens[:, P:]``. A 1-D prompt gives ``B = 1``.
+
+    Raises:
+        ValueError: If ``gen_length < 1``, ``steps`` is out of range, the prompt has the
+            wrong rank, holds a mask token (use :func:`infill`) or an id outside the
+            vocabulary.
+        TypeError: If the model lacks the interface or the prompt is not integer.
+    """
+    _check_model(model)
+    if isinstance(gen_length, bool) or not isinstance(gen_length, int) or gen_length < 1:
+        raise ValueError(f"gen_length must be an int >= 1, got {gen_length!r}")
+    _check_steps(steps, gen_length, "gen_length")
+    device = model_device(model)
+    p = _as_tokens(prompt, "prompt", device)
+    if p.ndim == 1:
+        p = p[None]
+    if p.ndim != 2:
+        raise ValueError(f"prompt must have shape (P,) or (B, P), got {tuple(p.shape)}")
+    mask_id = int(model.mask_token_id)
+    if (p == mask_id).any():
+        where = (p == mask_id).nonzero()[:5].tolist()
+        raise ValueError(
+            f"prompt holds the mask token {mask_id} at (row, position) {where}; decode() "
+            "generates after a fully observed prompt: use infill() to fill masks in place"
+        )
+    _check_ids(p, model, "prompt")
+    x = torch.cat([p, torch.full((p.shape[0], gen_length), mask_id, device=device)], dim=1)
+    return resolve_strategy(strategy).run(model, x, steps, generator)
+
+
+def _check_ids(t: torch.Tensor, model: Any, name: str) -> None:
+    mask_id = int(model.mask_token_id)
+    bad = ((t < 0) | (t >= model.vocab_size)) & (t != mask_id)
+    if bad.any():
+        raise ValueError(
+            f"{name} holds ids outside [0, {model.vocab_size}) (vocabulary) other than the "
+            f"mask {mask_id}: {t[bad][:5].tolist()}"
+        )
+
+
+def infill(
+    model: Any,
+    tokens: Any,
+    steps: int,
+    strategy: str | Strategy = "confidence",
+    *,
+    generator: torch.Generator | None = None,
+) -> DecodeResult:
+    """Fill every mask token of ``tokens`` in place (infilling, sudoku cells, ...).
+
+    Args:
+        model: A :class:`~poke_smc.model.MaskedDiffusionLM`.
+        tokens: int ``(L,)`` or ``(B, L)`` with ``model.mask_token_id`` where a token is
+            to be generated; every row needs at least ``steps`` masks. Not modified.
+        steps: Decoding steps, ``1 <= steps <=`` the fewest masks in a row.
+        strategy: As in :func:`decode`.
+        generator: Random source for stochastic strategies.
+
+    Returns:
+        A :class:`DecodeResult` (``B = 1`` for 1-D input).
+
+    Raises:
+        ValueError: If a row has no mask, ``steps`` is out of range, the rank is wrong or
+            an id is outside the vocabulary.
+        TypeError: If the model lacks the interface or ``tokens`` is not integer.
+    """
+    _check_model(model)
+    x = _as_tokens(tokens, "tokens", model_device(model))
+    if x.ndim == 1:
+        x = x[None]
+    if x.ndim != 2 or x.shape[1] == 0:
+        raise ValueError(f"tokens must have shape (L,) or (B, L) with L >= 1, got {tuple(x.shape)}")
+    _check_ids(x, model, "tokens")
+    n_masked = (x == int(model.mask_token_id)).sum(-1)
+    if int(n_masked.min()) == 0:
+        rows = (n_masked == 0).nonzero().flatten()[:5].tolist()
+        raise ValueError(f"tokens rows {rows} hold no mask token: nothing to infill")
+    _check_steps(steps, int(n_masked.min()), "the fewest masked positions in a row")
+    return resolve_strategy(strategy).run(model, x.clone(), steps, generator)
+
+
+def path_log_likelihood(
+    model: Any, tokens: torch.Tensor, reveal_step: torch.Tensor
+) -> torch.Tensor:
+    """Recompute the Path LL of recorded trajectories, one network call per step.
+
+    ``PathLL = sum_t sum_{i: reveal_step_i = t} log p(tokens_i | x_t)`` where ``x_t``
+    holds the tokens revealed before step ``t`` (and the given ones, ``reveal_step ==
+    -1``) and masks elsewhere.
+
+    Args:
+        model: The model the trajectories are scored under.
+        tokens: int64 ``(B, L)`` final sequences.
+        reveal_step: int64 ``(B, L)``: reveal step of each position, -1 if given.
+
+    Returns:
+        float32 ``(B,)`` Path LL in nats.
+
+    Raises:
+        ValueError: If the shapes differ.
+    """
+    if tokens.shape != reveal_step.shape or tokens.ndim != 2:
+        raise ValueError(
+            f"tokens {tuple(tokens.shape)} and reveal_step {tuple(reveal_step.shape)} must "
+            "both have shape (B, L)"
+        )
+    mask_id = int(model.mask_token_id)
+    total = torch.zeros(tokens.shape[0], dtype=torch.float32, device=tokens.device)
+    for t in range(int(reveal_step.max()) + 1):
+        now = reveal_step == t
+        if not now.any():
+            continue
+        state = torch.where((reveal_step >= 0) & (reveal_step >= t), mask_id, tokens)
+        lp = log_probs(model, state).gather(-1, tokens[..., None]).squeeze(-1)
+        total = total + torch.where(now, lp, 0.0).sum(-1)
+    return total
