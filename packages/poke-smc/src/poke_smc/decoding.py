@@ -398,6 +398,8 @@ def resolve_strategy(strategy: str | Strategy) -> Strategy:
 
 def _as_tokens(value: Any, name: str, device: torch.device) -> torch.Tensor:
     t = torch.as_tensor(value, device=device)
+    if t.numel() == 0:  # an empty list arrives as float32
+        return t.long()
     if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
         raise TypeError(f"{name} must hold integer token ids, got dtype {t.dtype}")
     return t.long()

@@ -312,7 +312,7 @@ def fit_poke(
             loss.backward()
             opt.step()
             sched.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
         losses.append(total / len(train))
     net.eval()
     with torch.no_grad():
