@@ -20,7 +20,7 @@ class TableModel:
 
     mask_token_id = 2
     vocab_size = 2
-    P0 = [[0.9, 0.6, 0.7], [0.5, 0.8, 0.45], [0.4, 0.25, 0.3]]
+    P0 = ((0.9, 0.6, 0.7), (0.5, 0.8, 0.45), (0.4, 0.25, 0.3))
 
     def __init__(self):
         self.calls = 0

@@ -76,7 +76,9 @@ def test_reveal_schedule_is_even_and_complete():
 
 
 def test_scores_rank_positions_as_defined():
-    logp = torch.tensor([[[0.6, 0.4, 0.0], [0.5, 0.25, 0.25], [0.7, 0.3, 0.0]]]).clamp_min(1e-9).log()
+    logp = (
+        torch.tensor([[[0.6, 0.4, 0.0], [0.5, 0.25, 0.25], [0.7, 0.3, 0.0]]]).clamp_min(1e-9).log()
+    )
     tok = logp.argmax(-1)
     tlp = logp.gather(-1, tok[..., None]).squeeze(-1)
     conf = position_scores(logp, tlp, "confidence")
@@ -86,7 +88,10 @@ def test_scores_rank_positions_as_defined():
     torch.testing.assert_close(margin, torch.tensor([[0.2, 0.25, 0.4]]), atol=1e-6, rtol=0)
     h = lambda ps: -sum(p * math.log(p) for p in ps if p > 0)  # noqa: E731
     torch.testing.assert_close(
-        ent, -torch.tensor([[h([0.6, 0.4]), h([0.5, 0.25, 0.25]), h([0.7, 0.3])]]), atol=1e-5, rtol=0
+        ent,
+        -torch.tensor([[h([0.6, 0.4]), h([0.5, 0.25, 0.25]), h([0.7, 0.3])]]),
+        atol=1e-5,
+        rtol=0,
     )
 
 
@@ -150,11 +155,11 @@ def test_seeded_decoding_is_reproducible_and_inputs_untouched():
 def test_bad_input_raises_clearly(table_model):
     with pytest.raises(ValueError, match="gen_length"):
         decode(table_model, [0], 0, 1)
-    with pytest.raises(ValueError, match="steps .* <= gen_length"):
+    with pytest.raises(ValueError, match=r"steps .* <= gen_length"):
         decode(table_model, [0], 2, 3)
     with pytest.raises(ValueError, match="steps must be a positive int"):
         decode(table_model, [0], 2, 0)
-    with pytest.raises(ValueError, match="mask token .* infill"):
+    with pytest.raises(ValueError, match=r"mask token .* infill"):
         decode(table_model, [0, 2], 2, 2)
     with pytest.raises(ValueError, match="outside"):
         decode(table_model, [0, 7], 2, 2)
@@ -187,3 +192,35 @@ def test_nan_logits_raise():
 
     with pytest.raises(ValueError, match="NaN"):
         decode(NaNModel(), [0], 2, 2)
+
+
+def test_order_only_sampling_keeps_argmax_tokens():
+    model = _random_model()
+    x = torch.tensor([[5, 1, 5, 5, 2, 5, 5, 5, 3, 5, 0, 5]])
+    orders = set()
+    for seed in range(6):
+        with torch.no_grad():
+            res = infill(model, x, 8, ScoreRemasking(temperature=0.0, position_temperature=2.0),
+                         generator=torch.Generator().manual_seed(seed))  # fmt: skip
+            orders.add(tuple(res.reveal_step[0].tolist()))
+            for t in range(8):  # each token is the argmax given the state it was revealed in
+                state = torch.where(res.reveal_step >= t, 5, res.tokens)
+                now = res.reveal_step == t
+                assert torch.equal(model(state).argmax(-1)[now], res.tokens[now])
+    assert len(orders) > 1
+
+
+def test_greedy_first_puts_the_greedy_path_among_the_candidates():
+    model = _random_model()
+    prompt = torch.tensor([[1, 2], [3, 4]])
+    with torch.no_grad():
+        greedy = decode(model, prompt, 8, 8, "confidence")
+        bon = decode(model, prompt, 8, 8, BestOfN(5, temperature=1.0, greedy_first=True),
+                     generator=torch.Generator().manual_seed(0))  # fmt: skip
+    assert torch.equal(bon.candidates[:, 0], greedy.tokens)
+    torch.testing.assert_close(bon.candidate_path_ll[:, 0], greedy.path_ll)
+    assert (bon.path_ll >= greedy.path_ll - 1e-6).all()
+    with torch.no_grad():
+        smc = decode(model, prompt, 8, 8, PokeSMC(1, temperature=1.0, greedy_first=True),
+                     generator=torch.Generator().manual_seed(0))  # fmt: skip
+    assert torch.equal(smc.tokens, greedy.tokens)

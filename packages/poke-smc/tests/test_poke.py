@@ -63,6 +63,7 @@ def test_fit_poke_learns_a_residual_the_greedy_estimate_misses():
     target = 1.5 * greedy - 0.2 * masked.sum(-1)
     ro = Rollouts(value_features(logp, masked), masked, greedy, target)
     value, fit = fit_poke(ro, epochs=40, seed=0)
+    assert not value.training
     assert fit.r2_poke > 0.9
     assert fit.r2_poke > fit.r2_greedy + 0.1
     assert fit.mse_poke < fit.mse_greedy

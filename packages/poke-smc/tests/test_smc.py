@@ -23,7 +23,9 @@ def _model(seed=0, vocab=6, length=14):
 
 
 def test_weights_are_normalized_and_ess_is_bounded():
-    logw = torch.tensor([[0.0, 0.0, 0.0, 0.0], [0.0, -1e9, -1e9, -1e9], [1.0, 2.0, -float("inf"), 0.5]])
+    logw = torch.tensor(
+        [[0.0, 0.0, 0.0, 0.0], [0.0, -1e9, -1e9, -1e9], [1.0, 2.0, -float("inf"), 0.5]]
+    )
     w = normalized_weights(logw)
     torch.testing.assert_close(w.sum(-1), torch.ones(3))
     assert w[2, 2] == 0

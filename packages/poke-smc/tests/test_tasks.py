@@ -1,7 +1,13 @@
 import numpy as np
 import pytest
 from poke_smc import AdditionTask, ShakespeareInfill, SudokuTask
-from poke_smc.sudoku import count_solutions, is_valid_solution, make_puzzle, random_grids, solve_singles
+from poke_smc.sudoku import (
+    count_solutions,
+    is_valid_solution,
+    make_puzzle,
+    random_grids,
+    solve_singles,
+)
 
 
 @pytest.mark.parametrize("n", [4, 9])

@@ -186,37 +186,48 @@ def propose(
     *,
     score: str = "confidence",
     temperature: float = 0.0,
+    position_temperature: float | None = None,
     generator: torch.Generator | None = None,
+    greedy_rows: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One unmasking step: choose a token at every masked position and reveal ``k`` of them.
 
-    With ``temperature == 0`` tokens are the argmax and the revealed positions are the
-    ``k`` best by ``score`` (deterministic greedy remasking). With ``temperature > 0``
-    tokens are sampled from ``softmax(logp / temperature)`` and positions by Gumbel-top-k
-    on ``score / temperature`` (for ``"confidence"``: without replacement with
-    probability proportional to ``p^(1/temperature)``), so trajectories differ.
+    With ``temperature == 0`` tokens are the argmax, else they are sampled from
+    ``softmax(logp / temperature)``. With ``position_temperature == 0`` the revealed
+    positions are the ``k`` best by ``score`` (deterministic greedy remasking), else they
+    are drawn by Gumbel-top-k on ``score / position_temperature`` (for ``"confidence"``:
+    without replacement with probability proportional to ``p^(1/position_temperature)``),
+    so that trajectories explore other unmasking orders.
 
     Args:
         logp: float ``(B, L, V)`` log-probabilities of the current state.
         masked: bool ``(B, L)``: positions still masked.
         k: int ``(B,)``: how many to reveal in each row (``<= masked.sum(-1)``).
         score: One of :data:`SCORES`.
-        temperature: Sampling temperature, >= 0.
+        temperature: Token sampling temperature, >= 0.
+        position_temperature: Temperature of the choice of positions, >= 0; None: the
+            same as ``temperature``.
         generator: Random source.
+        greedy_rows: Optional bool ``(B,)``: rows that propose greedily (argmax tokens,
+            best positions) whatever the temperatures.
 
     Returns:
         ``(tokens, reveal, token_logp)``: int64 ``(B, L)`` chosen tokens, bool ``(B, L)``
         positions revealed now, and float ``(B, L)`` the model's log-probability (at
         temperature 1) of each chosen token.
     """
-    if temperature == 0:
-        tokens = logp.argmax(-1)
-    else:
-        tokens = (logp / temperature + _gumbel(logp.shape, generator, logp.device)).argmax(-1)
+    tokens = logp.argmax(-1)
+    if temperature > 0:
+        sampled = (logp / temperature + _gumbel(logp.shape, generator, logp.device)).argmax(-1)
+        tokens = (
+            sampled if greedy_rows is None else torch.where(greedy_rows[:, None], tokens, sampled)
+        )
     token_logp = logp.gather(-1, tokens[..., None]).squeeze(-1)
     s = position_scores(logp, token_logp, score, generator)
-    if temperature > 0 and score != "random":
-        s = s / temperature + _gumbel(s.shape, generator, s.device)
+    pos_t = temperature if position_temperature is None else position_temperature
+    if pos_t > 0 and score != "random":
+        noisy = s / pos_t + _gumbel(s.shape, generator, s.device)
+        s = noisy if greedy_rows is None else torch.where(greedy_rows[:, None], s, noisy)
     s = s.masked_fill(~masked, float("-inf"))
     order = s.argsort(dim=-1, descending=True, stable=True)
     rank = torch.empty_like(order)
@@ -236,7 +247,9 @@ def _unmask(
     score: str,
     temperature: float,
     generator: torch.Generator | None,
+    position_temperature: float | None = None,
     on_step: StepHook | None = None,
+    greedy_rows: torch.Tensor | None = None,
 ) -> DecodeResult:
     """The greedy / sampled remasking loop shared by the strategies and POKE's rollouts."""
     mask_id = int(model.mask_token_id)
@@ -251,7 +264,14 @@ def _unmask(
         if on_step is not None:
             on_step(t, logp, masked, path_ll)
         new, reveal, lp = propose(
-            logp, masked, schedule[:, t], score=score, temperature=temperature, generator=generator
+            logp,
+            masked,
+            schedule[:, t],
+            score=score,
+            temperature=temperature,
+            position_temperature=position_temperature,
+            generator=generator,
+            greedy_rows=greedy_rows,
         )
         x = torch.where(reveal, new, x)
         reveal_step[reveal] = t
@@ -261,11 +281,16 @@ def _unmask(
     return DecodeResult(x, reveal_step, token_lp, path_ll, nfe=steps, steps=steps)
 
 
-def _check_score_temperature(score: str, temperature: float) -> None:
+def _check_score_temperature(
+    score: str, temperature: float, position_temperature: float | None = None
+) -> None:
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
     if not isinstance(temperature, int | float) or not temperature >= 0:
         raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
+    pt = position_temperature
+    if pt is not None and (not isinstance(pt, int | float) or not pt >= 0):
+        raise ValueError(f"position_temperature must be None or a number >= 0, got {pt!r}")
 
 
 @dataclass(frozen=True)
@@ -276,11 +301,13 @@ class ScoreRemasking:
     confidence decoding); ``"margin"`` and ``"entropy"`` rank positions by the top-2
     margin or the negative entropy; ``"random"`` reveals positions in a random order
     (MDLM's ancestral sampler with argmax tokens). ``temperature > 0`` samples tokens and
-    positions (see :func:`propose`).
+    ``position_temperature > 0`` samples the order (see :func:`propose`).
 
     Args:
         score: One of :data:`SCORES`.
-        temperature: Sampling temperature, >= 0 (0: deterministic).
+        temperature: Token sampling temperature, >= 0 (0: argmax).
+        position_temperature: Order sampling temperature, >= 0 (0: greedy order); None:
+            the same as ``temperature``.
 
     Raises:
         ValueError: On an unknown score or a negative temperature.
@@ -288,9 +315,10 @@ class ScoreRemasking:
 
     score: str = "confidence"
     temperature: float = 0.0
+    position_temperature: float | None = None
 
     def __post_init__(self) -> None:
-        _check_score_temperature(self.score, self.temperature)
+        _check_score_temperature(self.score, self.temperature, self.position_temperature)
 
     def run(
         self,
@@ -306,6 +334,7 @@ class ScoreRemasking:
             steps,
             score=self.score,
             temperature=self.temperature,
+            position_temperature=self.position_temperature,
             generator=generator,
         )
 
@@ -330,7 +359,12 @@ class BestOfN:
     Args:
         n: Number of trajectories (>= 1).
         score: Position score of the sampled trajectories (one of :data:`SCORES`).
-        temperature: Sampling temperature (> 0 for distinct trajectories).
+        temperature: Token sampling temperature.
+        position_temperature: Order sampling temperature; None: ``temperature``. One of
+            the two must be > 0 for distinct trajectories.
+        greedy_first: Make the first of the ``n`` trajectories the greedy one
+            (temperature 0), so that the selection can only improve on greedy decoding's
+            Path LL.
 
     Raises:
         ValueError: On ``n < 1``, an unknown score or a negative temperature.
@@ -339,11 +373,13 @@ class BestOfN:
     n: int = 8
     score: str = "confidence"
     temperature: float = 1.0
+    position_temperature: float | None = None
+    greedy_first: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
             raise ValueError(f"n must be a positive int, got {self.n!r}")
-        _check_score_temperature(self.score, self.temperature)
+        _check_score_temperature(self.score, self.temperature, self.position_temperature)
 
     def run(
         self,
@@ -354,13 +390,18 @@ class BestOfN:
     ) -> DecodeResult:
         """Decode ``n`` trajectories per row of ``tokens (B, L)``; ``nfe == n * steps``."""
         batch, n = tokens.shape[0], self.n
+        greedy_rows = None
+        if self.greedy_first:
+            greedy_rows = torch.arange(batch * n, device=tokens.device) % n == 0
         res = _unmask(
             model,
             tokens.repeat_interleave(n, 0),
             steps,
             score=self.score,
             temperature=self.temperature,
+            position_temperature=self.position_temperature,
             generator=generator,
+            greedy_rows=greedy_rows,
         )
         _, flat = _select(res, batch, n, res.path_ll)
         return DecodeResult(

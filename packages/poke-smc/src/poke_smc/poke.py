@@ -150,6 +150,7 @@ def collect_rollouts(
     rollouts_per_input: int = 4,
     score: str = "confidence",
     temperature: float = 1.0,
+    position_temperature: float | None = None,
     states_per_rollout: int | None = 8,
     batch_size: int = 256,
     generator: torch.Generator | None = None,
@@ -164,7 +165,8 @@ def collect_rollouts(
         steps: Decoding steps of every rollout (as used at inference).
         rollouts_per_input: Trajectories sampled from each input.
         score: Position score of the proposal.
-        temperature: Proposal temperature (> 0 gives distinct rollouts).
+        temperature: Token temperature of the proposal.
+        position_temperature: Order temperature of the proposal (None: ``temperature``).
         states_per_rollout: States kept per trajectory, at random steps (all if None).
         batch_size: Trajectories decoded at once.
         generator: Random source (CPU).
@@ -215,6 +217,7 @@ def collect_rollouts(
                 steps,
                 score=score,
                 temperature=temperature,
+                position_temperature=position_temperature,
                 generator=gen,
                 on_step=hook,
             )

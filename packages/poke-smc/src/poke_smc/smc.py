@@ -142,11 +142,16 @@ class PokeSMC:
         beta: Inverse temperature of the Path LL tilt (> 0).
         ess_threshold: Resample a prompt's particles when their ESS falls below
             ``ess_threshold * particles``; in ``[0, 1]`` (0: never, 1: every step).
-        temperature: Proposal temperature (tokens and positions), >= 0.
+        temperature: Proposal temperature of the tokens, >= 0 (0: argmax).
+        position_temperature: Proposal temperature of the order, >= 0; None: the same as
+            ``temperature``.
         score: Position score of the proposal (one of :data:`~poke_smc.decoding.SCORES`).
         resampling: ``"systematic"`` or ``"multinomial"``.
+        greedy_first: The first particle slot of each input proposes greedily
+            (temperature 0): whichever particle occupies it after resampling extends its
+            path with the greedy step, so greedy continuations are always explored.
 
-    With ``particles=1``, ``value=None`` and ``temperature=0`` it is exactly greedy
+    With ``particles=1``, ``value=None`` and both temperatures 0 it is exactly greedy
     decoding with ``score`` (resampling one particle is the identity).
 
     Raises:
@@ -158,8 +163,10 @@ class PokeSMC:
     beta: float = 1.0
     ess_threshold: float = 0.5
     temperature: float = 1.0
+    position_temperature: float | None = None
     score: str = "confidence"
     resampling: str = "systematic"
+    greedy_first: bool = False
 
     def __post_init__(self) -> None:
         n = self.particles
@@ -177,7 +184,7 @@ class PokeSMC:
             raise ValueError(
                 f"value must be a PokeValue / callable, 'greedy' or None, got {self.value!r}"
             )
-        _check_score_temperature(self.score, self.temperature)
+        _check_score_temperature(self.score, self.temperature, self.position_temperature)
 
     def _lookahead(self, logp: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
         if self.value is None:
@@ -216,6 +223,9 @@ class PokeSMC:
         resamples = torch.zeros(batch, dtype=torch.long, device=x.device)
         offsets = (torch.arange(batch, device=x.device) * n)[:, None]
         resample = _RESAMPLERS[self.resampling]
+        greedy_rows = None
+        if self.greedy_first:
+            greedy_rows = torch.arange(batch * n, device=x.device) % n == 0
         for t in range(steps):
             logp = log_probs(model, x)
             v = self._lookahead(logp, masked)
@@ -241,7 +251,9 @@ class PokeSMC:
                 schedule[:, t],
                 score=self.score,
                 temperature=self.temperature,
+                position_temperature=self.position_temperature,
                 generator=generator,
+                greedy_rows=greedy_rows,
             )
             x = torch.where(reveal, new, x)
             reveal_step[reveal] = t
