@@ -143,13 +143,13 @@ def test_seeded_decoding_is_reproducible_and_inputs_untouched():
     x = torch.tensor([[5, 1, 5, 5, 2, 5, 5, 5, 3, 5, 0, 5]])
     before = x.clone()
     runs = []
-    for _ in range(2):
-        with torch.no_grad():
-            runs.append(infill(model, x, 4, ScoreRemasking("random", temperature=1.0),
-                               generator=torch.Generator().manual_seed(3)))  # fmt: skip
+    for _ in range(2):  # no torch.no_grad() here: decoding must not build a graph itself
+        runs.append(infill(model, x, 4, ScoreRemasking("random", temperature=1.0),
+                           generator=torch.Generator().manual_seed(3)))  # fmt: skip
     assert torch.equal(runs[0].tokens, runs[1].tokens)
     assert torch.equal(x, before)
     assert (runs[0].tokens != 5).all()
+    assert not runs[0].path_ll.requires_grad  # decoding runs without autograd
 
 
 def test_bad_input_raises_clearly(table_model):
@@ -181,6 +181,12 @@ def test_bad_input_raises_clearly(table_model):
         BestOfN(2, temperature=-1.0)
     with pytest.raises(ValueError, match="n must be"):
         BestOfN(0)
+    with pytest.raises(ValueError, match="identical trajectories"):
+        BestOfN(4, temperature=0.0)
+    with pytest.raises(ValueError, match="identical trajectories"):
+        PokeSMC(4, temperature=0.0, position_temperature=0.0)
+    with pytest.raises(ValueError, match=r"prompt length \(3\) \+ gen_length \(10\)"):
+        decode(_random_model(), [1, 2, 3], 10, 10)
 
 
 def test_nan_logits_raise():

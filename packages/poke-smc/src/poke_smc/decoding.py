@@ -293,6 +293,16 @@ def _check_score_temperature(
         raise ValueError(f"position_temperature must be None or a number >= 0, got {pt!r}")
 
 
+def _check_distinct(n: int, name: str, temperature: float, position_temperature: float | None):
+    """Several candidates from a deterministic proposal would all be the same trajectory."""
+    pt = temperature if position_temperature is None else position_temperature
+    if n > 1 and temperature == 0 and pt == 0:
+        raise ValueError(
+            f"{name}={n} with temperature 0 and position_temperature 0 gives {n} identical "
+            "trajectories; set temperature or position_temperature > 0 (or use 1)"
+        )
+
+
 @dataclass(frozen=True)
 class ScoreRemasking:
     """Reveal, at every step, the masked positions the model is surest about.
@@ -367,7 +377,8 @@ class BestOfN:
             Path LL.
 
     Raises:
-        ValueError: On ``n < 1``, an unknown score or a negative temperature.
+        ValueError: On ``n < 1``, an unknown score, a negative temperature, or ``n > 1``
+            with both temperatures 0 (identical trajectories).
     """
 
     n: int = 8
@@ -380,6 +391,7 @@ class BestOfN:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
             raise ValueError(f"n must be a positive int, got {self.n!r}")
         _check_score_temperature(self.score, self.temperature, self.position_temperature)
+        _check_distinct(self.n, "n", self.temperature, self.position_temperature)
 
     def run(
         self,
@@ -476,7 +488,7 @@ def decode(
     """Generate ``gen_length`` tokens after a prompt with a masked diffusion LM.
 
     The sequence ``prompt + [mask] * gen_length`` is decoded in ``steps`` steps by
-    ``strategy``.
+    ``strategy``, under ``torch.no_grad()`` (results carry no autograd graph).
 
     Args:
         model: A :class:`~poke_smc.model.MaskedDiffusionLM`.
@@ -496,7 +508,7 @@ def decode(
     Raises:
         ValueError: If ``gen_length < 1``, ``steps`` is out of range, the prompt has the
             wrong rank, holds a mask token (use :func:`infill`) or an id outside the
-            vocabulary.
+            vocabulary, or prompt plus answer exceed the model's ``max_len``.
         TypeError: If the model lacks the interface or the prompt is not integer.
     """
     _check_model(model)
@@ -517,8 +529,15 @@ def decode(
             "generates after a fully observed prompt: use infill() to fill masks in place"
         )
     _check_ids(p, model, "prompt")
+    max_len = getattr(model, "max_len", None)
+    if isinstance(max_len, int) and p.shape[1] + gen_length > max_len:
+        raise ValueError(
+            f"prompt length ({p.shape[1]}) + gen_length ({gen_length}) exceeds the model's "
+            f"max_len ({max_len})"
+        )
     x = torch.cat([p, torch.full((p.shape[0], gen_length), mask_id, device=device)], dim=1)
-    return resolve_strategy(strategy).run(model, x, steps, generator)
+    with torch.no_grad():  # decoding never needs gradients; results carry no graph
+        return resolve_strategy(strategy).run(model, x, steps, generator)
 
 
 def _check_ids(t: torch.Tensor, model: Any, name: str) -> None:
@@ -540,6 +559,8 @@ def infill(
     generator: torch.Generator | None = None,
 ) -> DecodeResult:
     """Fill every mask token of ``tokens`` in place (infilling, sudoku cells, ...).
+
+    Runs under ``torch.no_grad()``; ``tokens`` itself is not modified.
 
     Args:
         model: A :class:`~poke_smc.model.MaskedDiffusionLM`.
@@ -569,7 +590,8 @@ def infill(
         rows = (n_masked == 0).nonzero().flatten()[:5].tolist()
         raise ValueError(f"tokens rows {rows} hold no mask token: nothing to infill")
     _check_steps(steps, int(n_masked.min()), "the fewest masked positions in a row")
-    return resolve_strategy(strategy).run(model, x.clone(), steps, generator)
+    with torch.no_grad():
+        return resolve_strategy(strategy).run(model, x.clone(), steps, generator)
 
 
 def path_log_likelihood(
@@ -599,11 +621,12 @@ def path_log_likelihood(
         )
     mask_id = int(model.mask_token_id)
     total = torch.zeros(tokens.shape[0], dtype=torch.float32, device=tokens.device)
-    for t in range(int(reveal_step.max()) + 1):
-        now = reveal_step == t
-        if not now.any():
-            continue
-        state = torch.where((reveal_step >= 0) & (reveal_step >= t), mask_id, tokens)
-        lp = log_probs(model, state).gather(-1, tokens[..., None]).squeeze(-1)
-        total = total + torch.where(now, lp, 0.0).sum(-1)
+    with torch.no_grad():
+        for t in range(int(reveal_step.max()) + 1):
+            now = reveal_step == t
+            if not now.any():
+                continue
+            state = torch.where((reveal_step >= 0) & (reveal_step >= t), mask_id, tokens)
+            lp = log_probs(model, state).gather(-1, tokens[..., None]).squeeze(-1)
+            total = total + torch.where(now, lp, 0.0).sum(-1)
     return total

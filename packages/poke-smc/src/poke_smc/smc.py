@@ -30,6 +30,7 @@ import torch
 
 from poke_smc.decoding import (
     DecodeResult,
+    _check_distinct,
     _check_score_temperature,
     log_probs,
     propose,
@@ -155,7 +156,8 @@ class PokeSMC:
     decoding with ``score`` (resampling one particle is the identity).
 
     Raises:
-        ValueError: On out-of-range arguments.
+        ValueError: On out-of-range arguments, or ``particles > 1`` with both
+            temperatures 0 (identical particles).
     """
 
     particles: int = 8
@@ -185,6 +187,7 @@ class PokeSMC:
                 f"value must be a PokeValue / callable, 'greedy' or None, got {self.value!r}"
             )
         _check_score_temperature(self.score, self.temperature, self.position_temperature)
+        _check_distinct(self.particles, "particles", self.temperature, self.position_temperature)
 
     def _lookahead(self, logp: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
         if self.value is None:
