@@ -77,3 +77,8 @@ def test_fit_poke_rejects_bad_input():
         fit_poke(ro)
     with pytest.raises(ValueError, match="hidden"):
         PokeValue(0)
+    model = MaskedDiffusionTransformer(5, 6, d_model=16, n_layers=1, n_heads=2)
+    with pytest.raises(ValueError, match="steps"):
+        collect_rollouts(model, torch.tensor([[1, 5, 5, 2, 3, 4]]), 3)
+    with pytest.raises(ValueError, match="mask token"):
+        collect_rollouts(model, torch.tensor([[1, 2, 3, 2, 3, 4]]), 1)

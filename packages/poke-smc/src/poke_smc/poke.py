@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from poke_smc.decoding import SCORES, _unmask
+from poke_smc.decoding import SCORES, _check_steps, _unmask
 from poke_smc.model import model_device
 
 __all__ = [
@@ -176,13 +176,20 @@ def collect_rollouts(
         :class:`Rollouts` on the CPU.
 
     Raises:
-        ValueError: On non-positive counts or an unknown score.
+        ValueError: On non-positive counts, an unknown score, rows without a mask, or
+            ``steps`` above the fewest masks in a row.
     """
     for name, value in (("rollouts_per_input", rollouts_per_input), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    if inputs.ndim != 2:
+        raise ValueError(f"inputs must have shape (N, L), got {tuple(inputs.shape)}")
+    n_masked = (inputs == int(model.mask_token_id)).sum(-1)
+    if inputs.shape[0] == 0 or int(n_masked.min()) == 0:
+        raise ValueError("inputs must be a non-empty batch whose every row holds a mask token")
+    _check_steps(steps, int(n_masked.min()), "the fewest masked positions in a row")
     device = model_device(model)
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     xs = inputs.to(device).repeat_interleave(rollouts_per_input, 0)
