@@ -440,6 +440,16 @@ def run(ctx: RunContext) -> Result:
         f"final training loss {r['train']['final_loss']:.3f}, {r['items']} test items, "
         f"{r['answer tokens']} answer tokens each" for r in results
     ]  # fmt: skip
+    for other, (won, lost, p) in (("greedy confidence", vs_conf), ("best-of-N", vs_bon)):
+        notes.append(
+            f"POKE-SMC (largest N) vs {other} on the reasoning tasks' test items: {won} won, "
+            f"{lost} lost, one-sided sign test p = {p:.3g}"
+        )
+    notes.append(
+        f"mean accuracy gain of POKE-SMC(N) over the (task, N) pairs: "
+        f"{100 * np.mean(gains_conf):+.1f} points over greedy confidence, "
+        f"{100 * np.mean(gains_bon):+.1f} over best-of-N"
+    )
     return Result(
         tables=[corr, poke, strat],
         claims=claims,
