@@ -108,7 +108,7 @@ def check_optimizer(
     atol: float = 1e-10,
     zero_grad_atol: float | None = 0.0,
     backfilled_keys: Sequence[str] = (),
-) -> None:
+) -> list[str]:
     """Check that an optimizer follows torch.optim's conventions.
 
     Checks, in order:
@@ -152,12 +152,18 @@ def check_optimizer(
         zero_grad_atol: Tolerance of check 7, or None to skip it.
         backfilled_keys: Group keys that ``__setstate__`` must fill into old checkpoints.
 
+    Returns:
+        The names of the checks that ran, in order: check 5 runs only with
+        ``backfilled_keys`` and check 7 only when ``zero_grad_atol`` is not None.
+
     Raises:
         AssertionError: Naming the first check that fails.
 
     Example:
         >>> import torch
-        >>> check_optimizer(lambda groups: torch.optim.SGD(groups, lr=0.1, momentum=0.9))
+        >>> ran = check_optimizer(lambda groups: torch.optim.SGD(groups, lr=0.1, momentum=0.9))
+        >>> "state_dict round trip" in ran, "old checkpoints" in ran
+        (True, False)
     """
     import torch
 
@@ -354,3 +360,9 @@ def check_optimizer(
             if isinstance(value, torch.Tensor) and torch.is_floating_point(value):
                 assert value.device.type == want.type, f"state {name!r} is on {value.device}"
                 assert value.dtype == p.dtype, f"state {name!r} is {value.dtype}, param {p.dtype}"
+    ran = ["construction", "param groups", "closure", "state_dict round trip"]
+    ran += ["old checkpoints"] if backfilled_keys else []
+    ran.append("None gradients")
+    ran += ["zero gradients"] if zero_grad_atol is not None else []
+    ran.append("device and dtype")
+    return ran
