@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import torch
 
+from poke_smc._checks import positive_int
 from poke_smc.model import model_device
 
 __all__ = [
@@ -239,6 +240,77 @@ def propose(
 StepHook = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], None]
 
 
+@dataclass
+class _Paths:
+    """Trajectories being decoded, one per row: the state and what each reveal recorded."""
+
+    x: torch.Tensor  # int64 (N, L) current sequences
+    masked: torch.Tensor  # bool (N, L) positions still masked
+    reveal_step: torch.Tensor  # int64 (N, L), -1 for given positions
+    token_lp: torch.Tensor  # float32 (N, L) log p of each token at its reveal step
+    path_ll: torch.Tensor  # float32 (N,) Path LL so far
+
+    @classmethod
+    def start(cls, tokens: torch.Tensor, mask_id: int) -> _Paths:
+        x = tokens.clone()
+        return cls(
+            x,
+            x == mask_id,
+            torch.full_like(x, -1),
+            torch.zeros(x.shape, dtype=torch.float32, device=x.device),
+            torch.zeros(x.shape[0], dtype=torch.float32, device=x.device),
+        )
+
+    def reveal(
+        self, new: torch.Tensor, reveal: torch.Tensor, lp: torch.Tensor, t: int
+    ) -> torch.Tensor:
+        """Write the revealed tokens of step ``t``; return each row's Path LL increment."""
+        self.x = torch.where(reveal, new, self.x)
+        self.reveal_step = torch.where(reveal, t, self.reveal_step)
+        self.token_lp = torch.where(reveal, lp, self.token_lp)
+        delta = torch.where(reveal, lp, 0.0).sum(-1)
+        self.path_ll = self.path_ll + delta
+        self.masked = self.masked & ~reveal
+        return delta
+
+    def take(self, rows: torch.Tensor) -> _Paths:
+        """The trajectories at ``rows`` (resampling, selection)."""
+        return _Paths(
+            self.x[rows],
+            self.masked[rows],
+            self.reveal_step[rows],
+            self.token_lp[rows],
+            self.path_ll[rows],
+        )
+
+    def result(self, steps: int) -> DecodeResult:
+        """One trajectory per row: ``steps`` NFE."""
+        return DecodeResult(self.x, self.reveal_step, self.token_lp, self.path_ll, steps, steps)
+
+    def best_of_groups(
+        self, batch: int, n: int, steps: int, resamples: torch.Tensor | None = None
+    ) -> DecodeResult:
+        """Rows in groups of ``n`` per input: keep each group's highest Path LL."""
+        best = self.path_ll.view(batch, n).argmax(-1)
+        kept = self.take(torch.arange(batch, device=best.device) * n + best)
+        return DecodeResult(
+            tokens=kept.x,
+            reveal_step=kept.reveal_step,
+            token_logprob=kept.token_lp,
+            path_ll=kept.path_ll,
+            nfe=n * steps,
+            steps=steps,
+            candidates=self.x.view(batch, n, -1),
+            candidate_path_ll=self.path_ll.view(batch, n),
+            resamples=resamples,
+        )
+
+
+def _first_of_each(batch: int, n: int, device: Any) -> torch.Tensor:
+    """Bool ``(batch * n,)``: the first row of each group of ``n`` (the greedy candidate)."""
+    return torch.arange(batch * n, device=device) % n == 0
+
+
 def _unmask(
     model: Any,
     tokens: torch.Tensor,
@@ -250,22 +322,17 @@ def _unmask(
     position_temperature: float | None = None,
     on_step: StepHook | None = None,
     greedy_rows: torch.Tensor | None = None,
-) -> DecodeResult:
+) -> _Paths:
     """The greedy / sampled remasking loop shared by the strategies and POKE's rollouts."""
-    mask_id = int(model.mask_token_id)
-    x = tokens.clone()
-    masked = x == mask_id
-    schedule = reveal_schedule(masked.sum(-1), steps)
-    reveal_step = torch.full_like(x, -1)
-    token_lp = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
-    path_ll = torch.zeros(x.shape[0], dtype=torch.float32, device=x.device)
+    paths = _Paths.start(tokens, int(model.mask_token_id))
+    schedule = reveal_schedule(paths.masked.sum(-1), steps)
     for t in range(steps):
-        logp = log_probs(model, x)
+        logp = log_probs(model, paths.x)
         if on_step is not None:
-            on_step(t, logp, masked, path_ll)
+            on_step(t, logp, paths.masked, paths.path_ll)
         new, reveal, lp = propose(
             logp,
-            masked,
+            paths.masked,
             schedule[:, t],
             score=score,
             temperature=temperature,
@@ -273,12 +340,8 @@ def _unmask(
             generator=generator,
             greedy_rows=greedy_rows,
         )
-        x = torch.where(reveal, new, x)
-        reveal_step[reveal] = t
-        token_lp = torch.where(reveal, lp, token_lp)
-        path_ll = path_ll + torch.where(reveal, lp, 0.0).sum(-1)
-        masked = masked & ~reveal
-    return DecodeResult(x, reveal_step, token_lp, path_ll, nfe=steps, steps=steps)
+        paths.reveal(new, reveal, lp, t)
+    return paths
 
 
 def _check_score_temperature(
@@ -338,7 +401,7 @@ class ScoreRemasking:
         generator: torch.Generator | None = None,
     ) -> DecodeResult:
         """Decode ``tokens (B, L)`` in ``steps`` steps; ``nfe == steps``."""
-        return _unmask(
+        paths = _unmask(
             model,
             tokens,
             steps,
@@ -347,15 +410,7 @@ class ScoreRemasking:
             position_temperature=self.position_temperature,
             generator=generator,
         )
-
-
-def _select(
-    res: DecodeResult, batch: int, n: int, key: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Indices ``(B,)`` of the best of ``n`` candidates per row by ``key (B*n,)``."""
-    best = key.view(batch, n).argmax(-1)
-    flat = torch.arange(batch, device=key.device) * n + best
-    return best, flat
+        return paths.result(steps)
 
 
 @dataclass(frozen=True)
@@ -388,8 +443,7 @@ class BestOfN:
     greedy_first: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
-            raise ValueError(f"n must be a positive int, got {self.n!r}")
+        positive_int("n", self.n)
         _check_score_temperature(self.score, self.temperature, self.position_temperature)
         _check_distinct(self.n, "n", self.temperature, self.position_temperature)
 
@@ -402,10 +456,8 @@ class BestOfN:
     ) -> DecodeResult:
         """Decode ``n`` trajectories per row of ``tokens (B, L)``; ``nfe == n * steps``."""
         batch, n = tokens.shape[0], self.n
-        greedy_rows = None
-        if self.greedy_first:
-            greedy_rows = torch.arange(batch * n, device=tokens.device) % n == 0
-        res = _unmask(
+        greedy_rows = _first_of_each(batch, n, tokens.device) if self.greedy_first else None
+        paths = _unmask(
             model,
             tokens.repeat_interleave(n, 0),
             steps,
@@ -415,17 +467,7 @@ class BestOfN:
             generator=generator,
             greedy_rows=greedy_rows,
         )
-        _, flat = _select(res, batch, n, res.path_ll)
-        return DecodeResult(
-            tokens=res.tokens[flat],
-            reveal_step=res.reveal_step[flat],
-            token_logprob=res.token_logprob[flat],
-            path_ll=res.path_ll[flat],
-            nfe=n * steps,
-            steps=steps,
-            candidates=res.tokens.view(batch, n, -1),
-            candidate_path_ll=res.path_ll.view(batch, n),
-        )
+        return paths.best_of_groups(batch, n, steps)
 
 
 def resolve_strategy(strategy: str | Strategy) -> Strategy:
@@ -467,8 +509,7 @@ def _check_model(model: Any) -> None:
 
 
 def _check_steps(steps: Any, limit: int, what: str) -> int:
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    positive_int("steps", steps)
     if steps > limit:
         raise ValueError(
             f"steps ({steps}) must be <= {what} ({limit}): each step reveals at least one token"
@@ -512,8 +553,7 @@ def decode(
         TypeError: If the model lacks the interface or the prompt is not integer.
     """
     _check_model(model)
-    if isinstance(gen_length, bool) or not isinstance(gen_length, int) or gen_length < 1:
-        raise ValueError(f"gen_length must be an int >= 1, got {gen_length!r}")
+    positive_int("gen_length", gen_length)
     _check_steps(steps, gen_length, "gen_length")
     device = model_device(model)
     p = _as_tokens(prompt, "prompt", device)

@@ -28,7 +28,7 @@ from icml26_core.device import torch_device, torch_threads
 from icml26_core.experiment import Claim, Experiment, Result, RunContext, Table
 
 from poke_smc.decoding import BestOfN, ScoreRemasking, decode, infill
-from poke_smc.model import MaskedDiffusionTransformer
+from poke_smc.model import MaskedDiffusionTransformer, model_device
 from poke_smc.poke import collect_rollouts, fit_poke
 from poke_smc.smc import PokeSMC
 from poke_smc.tasks import AdditionTask, ShakespeareInfill, SudokuTask, Task
@@ -128,7 +128,7 @@ def _model(cfg: TaskConfig, ctx: RunContext) -> tuple[MaskedDiffusionTransformer
 def _run(model: Any, items: Any, steps: int, strategy: Any, seed: int) -> tuple[Any, float]:
     """Decode a whole evaluation set with one strategy; returns (result, seconds)."""
     gen = torch.Generator().manual_seed(seed)
-    device = next(model.parameters()).device
+    device = model_device(model)
     t0 = time.perf_counter()
     with torch.no_grad():
         if items.prompt_len is not None:
@@ -233,14 +233,14 @@ def _task(cfg: TaskConfig, ctx: RunContext) -> dict:
     poke_inputs = torch.as_tensor(task.eval_set(cfg.poke_items, ctx.rng(300)).inputs)
     rollouts = collect_rollouts(
         model,
-        poke_inputs.to(next(model.parameters()).device),
+        poke_inputs.to(model_device(model)),
         k,
         rollouts_per_input=4,
         temperature=TEMPERATURE,
         generator=torch.Generator().manual_seed(ctx.seed + 300),
     )
     value, fit = fit_poke(rollouts, epochs=ctx.pick(3, 30, 60), seed=ctx.seed)
-    value = value.to(next(model.parameters()).device)
+    value = value.to(model_device(model))
     ctx.log(f"{task.name}: POKE fitted in {time.perf_counter() - t0:.0f} s")
     t0 = time.perf_counter()
 
@@ -251,18 +251,19 @@ def _task(cfg: TaskConfig, ctx: RunContext) -> dict:
     for i, (name, strat, steps) in enumerate(ctx.progress(strategies, f"{task.name}: decoding")):
         res, secs = _run(model, items, steps, strat, ctx.seed + 1000 + i)
         out = res.tokens.cpu().numpy()
+        exact = task.correct(out, items)
         n_cand = getattr(strat, "particles", getattr(strat, "n", 1))
         if (name == "greedy confidence" and steps == k) or (
             name in ("best-of-N", "POKE-SMC") and n_cand == top
         ):
-            per_item[name] = task.correct(out, items).tolist()
+            per_item[name] = exact.tolist()
         rows.append({
             "task": task.name,
             "method": name,
             "particles": getattr(strat, "particles", getattr(strat, "n", 1)),
             "steps": steps,
             "NFE": res.nfe,
-            "accuracy": float(task.correct(out, items).mean()),
+            "accuracy": float(exact.mean()),
             "token accuracy": float(task.char_accuracy(out, items).mean()),
             "mean Path LL": float(res.path_ll.mean()),
             "ms / item": 1000 * secs / len(items),

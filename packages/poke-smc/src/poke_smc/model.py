@@ -14,6 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
+from poke_smc._checks import positive_int
+
 __all__ = [
     "MaskedDiffusionLM",
     "MaskedDiffusionTransformer",
@@ -98,8 +100,7 @@ class MaskedDiffusionTransformer(nn.Module):
             ("n_layers", n_layers),
             ("n_heads", n_heads),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, value)
         if d_model % n_heads:
             raise ValueError(f"n_heads ({n_heads}) must divide d_model ({d_model})")
         self.vocab_size = vocab_size

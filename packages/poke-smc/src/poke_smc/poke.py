@@ -26,7 +26,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from poke_smc.decoding import SCORES, _check_steps, _unmask
+from poke_smc._checks import positive_int
+from poke_smc.decoding import SCORES, _check_steps, _unmask, position_scores
 from poke_smc.model import model_device
 
 __all__ = [
@@ -64,12 +65,9 @@ def value_features(logp: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
     Log of the top probability (floored at -30), entropy divided by ``log V``, the top-1
     minus top-2 probability, and the fraction of the row still masked.
     """
-    top2 = logp.topk(min(2, logp.shape[-1]), dim=-1).values
-    lp1 = top2[..., 0].clamp_min(_LOGP_FLOOR)
-    p = top2.exp()
-    margin = p[..., 0] - (p[..., 1] if p.shape[-1] > 1 else 0.0)
-    ent = -(logp.exp() * logp.clamp_min(-1e30)).nan_to_num(0.0).sum(-1)
-    ent = ent / math.log(max(2, logp.shape[-1]))
+    lp1 = logp.max(-1).values.clamp_min(_LOGP_FLOOR)
+    margin = position_scores(logp, lp1, "margin")
+    ent = -position_scores(logp, lp1, "entropy") / math.log(max(2, logp.shape[-1]))
     frac = masked.float().mean(-1, keepdim=True).expand_as(lp1)
     return torch.stack([lp1, ent, margin, frac], dim=-1)
 
@@ -90,8 +88,7 @@ class PokeValue(nn.Module):
 
     def __init__(self, hidden: int = 64) -> None:
         super().__init__()
-        if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
-            raise ValueError(f"hidden must be a positive int, got {hidden!r}")
+        positive_int("hidden", hidden)
         self.hidden = hidden
         self.phi = nn.Sequential(
             nn.Linear(N_FEATURES, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU()
@@ -179,9 +176,8 @@ def collect_rollouts(
         ValueError: On non-positive counts, an unknown score, rows without a mask, or
             ``steps`` above the fewest masks in a row.
     """
-    for name, value in (("rollouts_per_input", rollouts_per_input), ("batch_size", batch_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    positive_int("rollouts_per_input", rollouts_per_input)
+    positive_int("batch_size", batch_size)
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
     if inputs.ndim != 2:
@@ -298,9 +294,8 @@ def fit_poke(
         raise ValueError(f"rollouts must hold at least 10 states, got {len(rollouts)}")
     if not 0 < val_fraction < 1:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
-    for name, v in (("epochs", epochs), ("batch_size", batch_size)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    positive_int("epochs", epochs)
+    positive_int("batch_size", batch_size)
     gen = torch.Generator().manual_seed(seed)
     train, val = rollouts.split(val_fraction, gen)
     net = value if value is not None else PokeValue()

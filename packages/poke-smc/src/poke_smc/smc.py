@@ -28,10 +28,13 @@ from typing import Any
 
 import torch
 
+from poke_smc._checks import positive_int
 from poke_smc.decoding import (
     DecodeResult,
     _check_distinct,
     _check_score_temperature,
+    _first_of_each,
+    _Paths,
     log_probs,
     propose,
     reveal_schedule,
@@ -171,9 +174,7 @@ class PokeSMC:
     greedy_first: bool = False
 
     def __post_init__(self) -> None:
-        n = self.particles
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"particles must be a positive int, got {n!r}")
+        positive_int("particles", self.particles)
         if not isinstance(self.beta, int | float) or not self.beta > 0:
             raise ValueError(f"beta must be > 0, got {self.beta!r}")
         if not isinstance(self.ess_threshold, int | float) or not 0 <= self.ess_threshold <= 1:
@@ -213,44 +214,31 @@ class PokeSMC:
     ) -> DecodeResult:
         """Decode ``tokens (B, L)`` with ``particles`` particles each; NFE ``particles * steps``."""
         batch, n = tokens.shape[0], self.particles
-        mask_id = int(model.mask_token_id)
-        x = tokens.repeat_interleave(n, 0)
-        masked = x == mask_id
-        schedule = reveal_schedule(masked.sum(-1), steps)
-        reveal_step = torch.full_like(x, -1)
-        token_lp = torch.zeros(x.shape, dtype=torch.float32, device=x.device)
-        path_ll = torch.zeros(x.shape[0], dtype=torch.float32, device=x.device)
-        log_w = torch.zeros(batch, n, dtype=torch.float32, device=x.device)
-        v_prev = torch.zeros_like(path_ll)
-        delta = torch.zeros_like(path_ll)
-        resamples = torch.zeros(batch, dtype=torch.long, device=x.device)
-        offsets = (torch.arange(batch, device=x.device) * n)[:, None]
+        paths = _Paths.start(tokens.repeat_interleave(n, 0), int(model.mask_token_id))
+        # the schedule is per input, shared by its particles, so resampling leaves it valid
+        schedule = reveal_schedule(paths.masked.sum(-1), steps)
+        log_w = torch.zeros(batch, n, dtype=torch.float32, device=tokens.device)
+        v_prev = delta = torch.zeros_like(paths.path_ll)
+        resamples = torch.zeros(batch, dtype=torch.long, device=tokens.device)
+        offsets = (torch.arange(batch, device=tokens.device) * n)[:, None]
         resample = _RESAMPLERS[self.resampling]
-        greedy_rows = None
-        if self.greedy_first:
-            greedy_rows = torch.arange(batch * n, device=x.device) % n == 0
+        greedy_rows = _first_of_each(batch, n, tokens.device) if self.greedy_first else None
         for t in range(steps):
-            logp = log_probs(model, x)
-            v = self._lookahead(logp, masked)
+            logp = log_probs(model, paths.x)
+            v = self._lookahead(logp, paths.masked)
             if t > 0:
                 log_w = log_w + self.beta * (delta + v - v_prev).view(batch, n)
-                ess = effective_sample_size(log_w)
-                need = ess < self.ess_threshold * n
+                need = effective_sample_size(log_w) < self.ess_threshold * n
                 if n > 1 and bool(need.any()):
-                    anc = torch.arange(n, device=x.device).expand(batch, n).clone()
+                    anc = torch.arange(n, device=tokens.device).expand(batch, n).clone()
                     anc[need] = resample(normalized_weights(log_w[need]), generator)
                     flat = (anc + offsets).flatten()
-                    x, masked, logp, v = x[flat], masked[flat], logp[flat], v[flat]
-                    reveal_step, token_lp, path_ll = (
-                        reveal_step[flat],
-                        token_lp[flat],
-                        path_ll[flat],
-                    )
+                    paths, logp, v = paths.take(flat), logp[flat], v[flat]
                     log_w = torch.where(need[:, None], 0.0, log_w)
                     resamples += need.long()
             new, reveal, lp = propose(
                 logp,
-                masked,
+                paths.masked,
                 schedule[:, t],
                 score=self.score,
                 temperature=self.temperature,
@@ -258,23 +246,6 @@ class PokeSMC:
                 generator=generator,
                 greedy_rows=greedy_rows,
             )
-            x = torch.where(reveal, new, x)
-            reveal_step[reveal] = t
-            token_lp = torch.where(reveal, lp, token_lp)
-            delta = torch.where(reveal, lp, 0.0).sum(-1)
-            path_ll = path_ll + delta
-            masked = masked & ~reveal
+            delta = paths.reveal(new, reveal, lp, t)
             v_prev = v
-        best = path_ll.view(batch, n).argmax(-1)
-        flat = torch.arange(batch, device=x.device) * n + best
-        return DecodeResult(
-            tokens=x[flat],
-            reveal_step=reveal_step[flat],
-            token_logprob=token_lp[flat],
-            path_ll=path_ll[flat],
-            nfe=n * steps,
-            steps=steps,
-            candidates=x.view(batch, n, -1),
-            candidate_path_ll=path_ll.view(batch, n),
-            resamples=resamples,
-        )
+        return paths.best_of_groups(batch, n, steps, resamples)

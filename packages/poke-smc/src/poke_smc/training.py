@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from poke_smc._checks import positive_int
 from poke_smc.model import model_device
 
 __all__ = ["TrainHistory", "masked_diffusion_loss", "train_masked_diffusion"]
@@ -124,8 +125,7 @@ def train_masked_diffusion(
     """
     import time
 
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    positive_int("steps", steps)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr!r}")
     device = model_device(model)
