@@ -29,14 +29,104 @@ def test_claim_verdict_is_computed_from_values():
     assert not c.holds and c.verdict == "does not hold"
 
 
-def test_claim_with_missing_measurement_does_not_hold():
+def test_claim_with_missing_measurement_is_inconclusive():
     c = Claim.check("x", "a < b", {"a": None, "b": 2.0}, lambda v: v["a"] < v["b"])
-    assert not c.holds
+    assert not c.holds and c.verdict == "inconclusive"
 
 
-def test_claim_with_nan_does_not_hold():
+def test_claim_with_nan_is_inconclusive():
     c = Claim.check("x", "a < b", {"a": math.nan, "b": 2.0}, lambda v: v["a"] < v["b"])
-    assert not c.holds
+    assert c.verdict == "inconclusive"
+    nested = Claim.check("x", "r", {"a": [1.0, math.inf]}, lambda v: True)
+    assert nested.verdict == "inconclusive"
+
+
+def test_claim_check_predicate_may_return_a_verdict_or_none():
+    assert Claim.check("x", "r", {"a": 1}, lambda v: "inconclusive").verdict == "inconclusive"
+    assert Claim.check("x", "r", {"a": 1}, lambda v: None).verdict == "inconclusive"
+    with pytest.raises(ValueError, match="expected one of"):
+        Claim.check("x", "r", {"a": 1}, lambda v: "maybe")
+    with pytest.raises(ValueError, match="verdict"):
+        Claim("x", "r", {}, "probably")
+
+
+def test_superior_builder_reads_like_the_claim():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(1, 2, size=10)
+    ours = base * 0.8
+    c = Claim.superior("ours has a lower error", ours, base, names=("ours", "sklearn"),
+                       metric="rel. error", higher_is_better=False)
+    assert c.verdict == "holds"
+    assert c.evidence is not None and c.evidence.n == 10
+    assert "ours" in c.rule and "lower is better" in c.rule
+    assert c.values["ours"] == pytest.approx(list(ours))
+    tie = Claim.superior("tie", base, base + rng.normal(scale=1e-3, size=10) - 0.0)
+    assert tie.verdict in ("inconclusive", "holds", "does not hold")
+    few = Claim.superior("few", [1.0, 2.0], [0.0, 1.0])
+    assert few.verdict == "inconclusive"
+
+
+def test_non_inferior_builder_needs_a_margin():
+    with pytest.raises(ValueError, match="margin"):
+        Claim.non_inferior("x", [1.0] * 5, [1.0] * 5, margin=0.0)
+    a = np.linspace(1, 2, 12)
+    c = Claim.non_inferior("matches", a - 0.01, a, margin=0.05)
+    assert c.verdict == "holds" and c.values["margin"] == pytest.approx(0.05)
+    rel = Claim.non_inferior("matches", a * 1.02, a, margin=0.05, log_ratio=True,
+                             higher_is_better=False)
+    assert rel.verdict == "holds"
+
+
+def test_slope_faster_and_win_rate_builders():
+    t = np.logspace(0, 3, 12)
+    assert Claim.slope("err ~ 1/t", t, 2 / t, expected=-1, tol=0.05).verdict == "holds"
+    fast = Claim.faster("2x faster", [1.0, 1.1, 0.9, 1.0, 1.05], [3.0, 3.1, 2.9, 3.0, 3.2],
+                        at_least=2.0)
+    assert fast.verdict == "holds"
+    games = Claim.win_rate("as strong", 90, 20, 90, threshold=0.4)
+    assert games.verdict == "holds" and games.values["draws"] == 20
+
+
+def test_all_of_combines_verdicts():
+    yes = Claim.check("y", "r", {"a": 1}, lambda v: True)
+    no = Claim.check("n", "r", {"a": 1}, lambda v: False)
+    maybe = Claim.check("m", "r", {"a": None}, lambda v: True)
+    assert Claim.all_of("both", [yes, yes]).verdict == "holds"
+    assert Claim.all_of("both", [yes, maybe]).verdict == "inconclusive"
+    assert Claim.all_of("both", [maybe, no]).verdict == "does not hold"
+    with pytest.raises(ValueError, match="at least one"):
+        Claim.all_of("none", [])
+
+
+def test_three_verdicts_round_trip_through_result_json_and_report(tmp_path):
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=10)
+    claims = [
+        Claim.superior("holds", base + 1, base),
+        Claim.superior("does not", base - 1, base),
+        Claim.check("cannot tell", "r", {"a": math.nan}, lambda v: True),
+        Claim.all_of("parts", [Claim.superior("p", base + 1, base)]),
+    ]
+    result = Result(tables=[Table("t", ["m"], [{"m": 1}])], claims=claims, name="three",
+                    scale="smoke")
+    result.write(tmp_path / "three")
+    again = Result.read(tmp_path / "three" / "result.json")
+    assert [c.verdict for c in again.claims] == ["holds", "does not hold", "inconclusive",
+                                                 "holds"]
+    assert again.claims[0].evidence == claims[0].evidence
+    assert again.claims[3].parts[0].evidence == claims[3].parts[0].evidence
+    md = (tmp_path / "three" / "result.md").read_text()
+    assert "**INCONCLUSIVE**" in md and "**DOES NOT HOLD**" in md and "95% CI" in md
+    report = write_report(tmp_path).read_text()
+    assert "| [three](#three) | smoke | 4 | 2 | 1 | 1 |" in report
+
+
+def test_old_result_json_without_evidence_still_reads(tmp_path):
+    old = {"claims": [{"statement": "s", "rule": "r", "values": {"a": 1}, "holds": True,
+                       "verdict": "holds"}, {"statement": "s", "rule": "r", "values": {},
+                                             "holds": False}]}
+    r = Result.from_dict(old)
+    assert [c.verdict for c in r.claims] == ["holds", "does not hold"]
 
 
 def test_table_rejects_unknown_columns():
@@ -70,7 +160,7 @@ def test_execute_writes_json_and_markdown(tmp_path):
     md = (tmp_path / "result.md").read_text()
     assert "a beats b" in md and "| method | value |" in md
     again = Result.read(tmp_path / "result.json")
-    assert again.claims[0].holds == result.claims[0].holds
+    assert again.claims[0].verdict == result.claims[0].verdict
     assert again.tables[0].rows == [
         {"method": r["method"], "value": r["value"]} for r in result.tables[0].rows
     ]
@@ -102,7 +192,7 @@ def test_report_and_readme_update(tmp_path):
     execute(TOY, RunContext("smoke", out_dir=tmp_path / "results" / "toy"))
     report = write_report(tmp_path / "results")
     text = report.read_text()
-    assert "## toy" in text and "claims holding" in text
+    assert "## toy" in text and "inconclusive" in text
     readme = tmp_path / "README.md"
     readme.write_text(f"# toy\n\n## Results\n{README_START}\nold\n{README_END}\nafter\n")
     result = Result.read(tmp_path / "results" / "toy" / "result.json")

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from enmf import rotate_to_orthant
 from enmf.rotation import orthant_distance
 
@@ -15,7 +16,8 @@ def test_rotation_is_orthogonal_keeps_product_and_descends(rng):
     np.testing.assert_allclose((U @ rot.Q) @ (V @ rot.Q).T, U @ V.T, atol=1e-10)
     hist = np.array(rot.history)
     assert np.all(np.diff(hist) <= 1e-12 * hist[0])
-    assert rot.distance == orthant_distance(U @ rot.Q) + orthant_distance(V @ rot.Q)
+    expected = orthant_distance(U @ rot.Q) + orthant_distance(V @ rot.Q)
+    assert rot.distance == pytest.approx(expected, rel=1e-12)
 
 
 def test_finds_planted_rotation_of_nonnegative_factors(rng):

@@ -33,6 +33,17 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from icml26_core import stats
+from icml26_core.stats import (
+    DEFAULT_ALPHA,
+    DOES_NOT_HOLD,
+    HOLDS,
+    INCONCLUSIVE,
+    VERDICTS,
+    Evidence,
+    count_verdicts,
+)
+
 SCALES = ("smoke", "default", "full")
 """smoke: < 30 s on 2 CPU cores (tests); default: < 10 min on 2 CPU cores; full: paper scale."""
 
@@ -103,24 +114,74 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _has_missing(value: Any) -> bool:
+    """True if a measured value (or one nested in a list/dict) is None, NaN or inf."""
+    if value is None:
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_missing(v) for v in value.values())
+    if isinstance(value, list | tuple | np.ndarray):
+        return any(_has_missing(v) for v in np.asarray(value, dtype=object).ravel())
+    if isinstance(value, bool | np.bool_):
+        return False
+    if isinstance(value, float | np.floating | int | np.integer):
+        return not math.isfinite(float(value))
+    return False
+
+
+def _samples(x: Any) -> list[float]:
+    return [float(v) for v in np.asarray(x, dtype=float).ravel()]
+
+
 @dataclass(frozen=True)
 class Claim:
-    """A claim of the paper, tested against measured numbers.
+    """A claim of the paper, decided from measured numbers.
 
-    Build it with :meth:`Claim.check`, which computes the verdict from ``values``
-    with the rule, so a verdict is never written by hand.
+    Its verdict is one of holds, does not hold, or inconclusive. Build it with one
+    of the builders, which read like the claim and compute the verdict with
+    :mod:`icml26_core.stats`, so a verdict is never written by hand:
+
+    - :meth:`superior`: A beats B, paired over seeds or items (or unpaired, Welch);
+    - :meth:`non_inferior`: A matches B within a stated margin;
+    - :meth:`slope`: a rate, ``y ~ x^slope``, with its interval;
+    - :meth:`faster`: A is at least k times faster (ratio of medians);
+    - :meth:`win_rate`: A's score in games against B (Wilson interval);
+    - :meth:`all_of`: every part holds;
+    - :meth:`check`: any other rule, as a predicate of the measured values.
 
     Attributes:
         statement: The claim in words, as the paper makes it.
         rule: The rule that decides it at our scale, in words.
-        values: The measured numbers the rule reads.
-        holds: Whether the rule is satisfied by ``values``.
+        values: The measured numbers the rule reads (samples for the builders).
+        verdict: ``"holds"``, ``"does not hold"`` or ``"inconclusive"``.
+        evidence: Effect, CI, p-value and n where a statistical builder made the claim.
+        parts: The sub-claims of :meth:`all_of`.
     """
 
     statement: str
     rule: str
     values: dict[str, Any]
-    holds: bool
+    verdict: str
+    evidence: Evidence | None = None
+    parts: tuple[Claim, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def holds(self) -> bool:
+        """Whether the verdict is ``"holds"``."""
+        return self.verdict == HOLDS
+
+    def summary(self) -> str:
+        """The evidence in one line (effect, CI, p, n), or the values for :meth:`check`."""
+        if self.evidence is not None:
+            return self.evidence.summary()
+        if self.parts:
+            counts = count_verdicts([p.verdict for p in self.parts])
+            return ", ".join(f"{n} {v}" for v, n in counts.items() if n) + " (parts)"
+        return ", ".join(f"{k} = {format_value(v)}" for k, v in self.values.items())
 
     @classmethod
     def check(
@@ -128,30 +189,315 @@ class Claim:
         statement: str,
         rule: str,
         values: Mapping[str, Any],
-        predicate: Callable[[Mapping[str, Any]], bool],
+        predicate: Callable[[Mapping[str, Any]], bool | str | None],
     ) -> Claim:
         """Decide a claim by applying ``predicate`` to the measured ``values``.
+
+        For rules that are not a statistical comparison (a bound the method
+        guarantees, a count of bytes). The predicate may return a bool, a verdict
+        string, or None for "the data cannot tell".
 
         Args:
             statement: The claim in words.
             rule: The decision rule in words (what ``predicate`` computes).
-            values: Measured numbers; NaN or None make a comparison fail.
-            predicate: Function of ``values`` returning True when the claim holds.
+            values: Measured numbers; a None, NaN or inf among them (nested ones
+                included) makes the claim inconclusive.
+            predicate: Function of ``values`` returning the verdict.
 
         Returns:
             The claim with its verdict.
         """
         vals = dict(values)
-        try:
-            holds = bool(predicate(vals))
-        except (TypeError, ValueError):
-            holds = False  # a missing or non-numeric measurement cannot support a claim
-        return cls(statement=statement, rule=rule, values=vals, holds=holds)
+        if _has_missing(vals):
+            verdict = INCONCLUSIVE  # a missing measurement cannot decide a claim either way
+        else:
+            try:
+                out = predicate(vals)
+            except (TypeError, ValueError, KeyError, ZeroDivisionError):
+                out = None
+            if out is None:
+                verdict = INCONCLUSIVE
+            elif isinstance(out, str):
+                if out not in VERDICTS:
+                    raise ValueError(f"predicate returned {out!r}; expected one of {VERDICTS}")
+                verdict = out
+            else:
+                verdict = HOLDS if bool(out) else DOES_NOT_HOLD
+        return cls(statement=statement, rule=rule, values=vals, verdict=verdict)
 
-    @property
-    def verdict(self) -> str:
-        """``"holds"`` or ``"does not hold"``."""
-        return "holds" if self.holds else "does not hold"
+    @classmethod
+    def from_evidence(
+        cls, statement: str, rule: str, evidence: Evidence, values: Mapping[str, Any]
+    ) -> Claim:
+        """A claim decided by an :class:`~icml26_core.stats.Evidence` computed elsewhere."""
+        return cls(statement, rule, dict(values), evidence.verdict, evidence)
+
+    @classmethod
+    def superior(
+        cls,
+        statement: str,
+        a: Any,
+        b: Any,
+        *,
+        names: tuple[str, str] = ("A", "B"),
+        metric: str = "metric",
+        higher_is_better: bool = True,
+        paired: bool = True,
+        test: str = "wilcoxon",
+        min_effect: float = 0.0,
+        log_ratio: bool = False,
+        alpha: float = DEFAULT_ALPHA,
+    ) -> Claim:
+        """A beats B on ``metric``, over seeds or items.
+
+        Paired (``a[i]``, ``b[i]`` on the same seed or item): the mean difference with
+        a bootstrap CI and a one-sided ``test`` (:func:`~icml26_core.stats.paired_comparison`).
+        Unpaired: Welch's t (:func:`~icml26_core.stats.welch`). Holds when the test
+        rejects at ``alpha`` and the CI lies above ``min_effect``; does not hold when
+        the CI lies below it; inconclusive otherwise (a tie stays inconclusive unless a
+        ``min_effect`` > 0 says how small a win is no win).
+
+        Args:
+            statement: The claim in words.
+            a: Measurements of A, shape ``(n,)``.
+            b: Measurements of B, shape ``(n,)`` (any length when unpaired).
+            names: Labels of A and B.
+            metric: Name of the metric (with its unit) for the rule line.
+            higher_is_better: Orientation of the metric.
+            paired: Pair ``a[i]`` with ``b[i]``.
+            test: Paired test: ``"wilcoxon"``, ``"sign"`` or ``"t"``.
+            min_effect: Smallest improvement that counts (a ratio > 1 with ``log_ratio``;
+                then 0 means 1).
+            log_ratio: Compare ratios (``log a - log b``) instead of differences.
+            alpha: Significance level.
+
+        Returns:
+            The claim; ``values`` holds both samples under ``names``.
+        """
+        threshold = (min_effect if min_effect > 0 else 1.0) if log_ratio else min_effect
+        if paired:
+            ev = stats.paired_comparison(a, b, threshold=threshold,
+                                         higher_is_better=higher_is_better, test=test,  # type: ignore[arg-type]
+                                         log_ratio=log_ratio, alpha=alpha, names=names)
+        else:
+            if log_ratio:
+                raise ValueError("log_ratio needs paired samples")
+            ev = stats.welch(a, b, threshold=threshold, higher_is_better=higher_is_better,
+                             alpha=alpha, names=names)
+        better = "higher" if higher_is_better else "lower"
+        by = f" by more than {format_value(threshold)}" if threshold not in (0.0, 1.0) else ""
+        rule = (f"{metric} ({better} is better): {names[0]} beats {names[1]}{by}; "
+                f"{ev.test}; holds if p < {alpha} and the CI lies above "
+                f"{format_value(threshold)}, does not hold if it lies below")
+        return cls(statement, rule, {names[0]: _samples(a), names[1]: _samples(b)},
+                   ev.verdict, ev)
+
+    @classmethod
+    def non_inferior(
+        cls,
+        statement: str,
+        a: Any,
+        b: Any,
+        *,
+        margin: float,
+        names: tuple[str, str] = ("A", "B"),
+        metric: str = "metric",
+        higher_is_better: bool = True,
+        paired: bool = True,
+        test: str = "wilcoxon",
+        log_ratio: bool = False,
+        alpha: float = DEFAULT_ALPHA,
+    ) -> Claim:
+        """A matches B on ``metric``: A is worse by less than ``margin`` (non-inferiority).
+
+        Holds when the CI of the difference (A minus B, oriented so positive favours
+        A) lies above ``-margin``; does not hold when it lies below; inconclusive
+        otherwise. With ``log_ratio`` the margin is relative: A may be at most
+        ``(1 + margin)`` times worse.
+
+        Args:
+            statement: The claim in words.
+            a: Measurements of A, shape ``(n,)``.
+            b: Measurements of B, shape ``(n,)``.
+            margin: The largest loss that still "matches", > 0, in the metric's units
+                (relative with ``log_ratio``). State it in the README.
+            names: Labels of A and B.
+            metric: Name of the metric for the rule line.
+            higher_is_better: Orientation of the metric.
+            paired: Pair ``a[i]`` with ``b[i]`` (else Welch's t).
+            test: Paired test.
+            log_ratio: Relative margin on ratios.
+            alpha: Significance level.
+
+        Returns:
+            The claim.
+
+        Raises:
+            ValueError: If ``margin`` is not positive.
+        """
+        if not margin > 0:
+            raise ValueError(f"margin must be > 0, got {margin}")
+        if log_ratio:
+            if not paired:
+                raise ValueError("log_ratio needs paired samples")
+            ev = stats.paired_comparison(a, b, threshold=1.0 / (1.0 + margin),
+                                         higher_is_better=higher_is_better, test=test,  # type: ignore[arg-type]
+                                         log_ratio=True, alpha=alpha, names=names)
+            bound = f"the ratio's CI lies above 1/(1 + {format_value(margin)})"
+        elif paired:
+            ev = stats.paired_comparison(a, b, threshold=-margin,
+                                         higher_is_better=higher_is_better, test=test,  # type: ignore[arg-type]
+                                         alpha=alpha, names=names)
+            bound = f"the CI lies above -{format_value(margin)}"
+        else:
+            ev = stats.welch(a, b, threshold=-margin, higher_is_better=higher_is_better,
+                             alpha=alpha, names=names)
+            bound = f"the CI lies above -{format_value(margin)}"
+        better = "higher" if higher_is_better else "lower"
+        rule = (f"{metric} ({better} is better): {names[0]} is worse than {names[1]} by less "
+                f"than the margin {format_value(margin)}{' (relative)' if log_ratio else ''}; "
+                f"{ev.test}; holds if p < {alpha} and {bound}, does not hold if it lies below")
+        return cls(statement, rule, {names[0]: _samples(a), names[1]: _samples(b),
+                                     "margin": float(margin)}, ev.verdict, ev)
+
+    @classmethod
+    def slope(
+        cls,
+        statement: str,
+        x: Any,
+        y: Any,
+        *,
+        expected: float,
+        tol: float,
+        alternative: str = "two-sided",
+        scale: str = "loglog",
+        metric: str = "y",
+        alpha: float = DEFAULT_ALPHA,
+    ) -> Claim:
+        """A rate: the slope of ``log y`` on ``log x`` is ``expected`` within ``tol``.
+
+        See :func:`~icml26_core.stats.loglog_slope` for ``alternative`` ("two-sided":
+        inside the band; "less": at most ``expected + tol``, i.e. at least as fast a
+        decay; "greater") and ``scale``.
+
+        Returns:
+            The claim; ``values`` holds x and y.
+        """
+        ev = stats.loglog_slope(x, y, expected=expected, tol=tol, alternative=alternative,  # type: ignore[arg-type]
+                                scale=scale, alpha=alpha)  # type: ignore[arg-type]
+        what = {"two-sided": f"within {format_value(tol)} of {format_value(expected)}",
+                "less": f"at most {format_value(expected + tol)}",
+                "greater": f"at least {format_value(expected - tol)}"}[alternative]
+        rule = (f"{metric}: fitted slope ({scale}) {what}; {ev.test}; decided by whether "
+                f"its CI lies inside or outside that range")
+        return cls(statement, rule, {"x": _samples(x), "y": _samples(y)}, ev.verdict, ev)
+
+    @classmethod
+    def faster(
+        cls,
+        statement: str,
+        times_a: Any,
+        times_b: Any,
+        *,
+        at_least: float = 1.0,
+        names: tuple[str, str] = ("A", "B"),
+        paired: bool = False,
+        alpha: float = DEFAULT_ALPHA,
+    ) -> Claim:
+        """A is at least ``at_least`` times faster than B: ratio of median times.
+
+        Measure the times with :func:`icml26_core.timing.compare_times` (interleaved,
+        same threads, after a warm-up) and pass ``paired=True`` for its rounds.
+
+        Returns:
+            The claim; ``values`` holds both samples of times.
+        """
+        ev = stats.ratio_of_medians(times_a, times_b, at_least=at_least, paired=paired,
+                                    alpha=alpha, names=names)
+        rule = (f"time: median({names[1]}) / median({names[0]}) >= {format_value(at_least)}; "
+                f"{ev.test}; holds if p < {alpha} and the CI lies above "
+                f"{format_value(at_least)}, does not hold if it lies below")
+        return cls(statement, rule, {names[0]: _samples(times_a), names[1]: _samples(times_b)},
+                   ev.verdict, ev)
+
+    @classmethod
+    def win_rate(
+        cls,
+        statement: str,
+        wins: int,
+        draws: int,
+        losses: int,
+        *,
+        threshold: float = 0.5,
+        names: tuple[str, str] = ("A", "B"),
+        alpha: float = DEFAULT_ALPHA,
+    ) -> Claim:
+        """A's score against B in a match (draws as half) exceeds ``threshold``.
+
+        ``threshold=0.5`` for "stronger"; ``0.5 - margin`` for "at least as strong,
+        within a margin" (non-inferiority). The interval is Wilson's.
+
+        Returns:
+            The claim; ``values`` holds the counts.
+        """
+        ev = stats.win_rate(wins, draws, losses, threshold=threshold, alpha=alpha)
+        rule = (f"{names[0]}'s score against {names[1]} (wins + draws/2 per game) > "
+                f"{format_value(threshold)}; {ev.test}; holds if p < {alpha} and the CI "
+                f"lies above {format_value(threshold)}, does not hold if it lies below")
+        return cls(statement, rule, {"wins": int(wins), "draws": int(draws),
+                                     "losses": int(losses)}, ev.verdict, ev)
+
+    @classmethod
+    def all_of(cls, statement: str, parts: Iterable[Claim], rule: str = "") -> Claim:
+        """Every part holds: holds if all do, does not hold if one does not.
+
+        Args:
+            statement: The whole claim in words.
+            parts: The sub-claims (e.g. one per dataset, or "as strong" and "faster").
+            rule: The rule in words; by default "every part holds".
+
+        Returns:
+            The claim with ``parts`` kept (reports show each one).
+
+        Raises:
+            ValueError: If ``parts`` is empty.
+        """
+        parts = tuple(parts)
+        if not parts:
+            raise ValueError("all_of needs at least one part")
+        verdict = stats.combine([p.verdict for p in parts])
+        values = {f"part {i + 1}": p.verdict for i, p in enumerate(parts)}
+        return cls(statement, rule or f"every one of the {len(parts)} parts holds", values,
+                   verdict, None, parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (``holds`` kept beside ``verdict`` for old readers)."""
+        return {
+            "statement": self.statement,
+            "rule": self.rule,
+            "values": _jsonable(self.values),
+            "verdict": self.verdict,
+            "holds": self.holds,
+            "evidence": None if self.evidence is None else _jsonable(self.evidence.to_dict()),
+            "parts": [p.to_dict() for p in self.parts],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Claim:
+        """Rebuild from :meth:`to_dict` output, or from an older core's result.json.
+
+        Older result files stored only ``holds``; they read as holds / does not hold.
+        """
+        verdict = d.get("verdict") or (HOLDS if d.get("holds") else DOES_NOT_HOLD)
+        ev = d.get("evidence")
+        return cls(
+            statement=d["statement"],
+            rule=d["rule"],
+            values=dict(d.get("values") or {}),
+            verdict=verdict,
+            evidence=None if ev is None else Evidence.from_dict(ev),
+            parts=tuple(cls.from_dict(p) for p in d.get("parts") or ()),
+        )
 
 
 @dataclass
@@ -181,8 +527,7 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dictionary (NaN and inf become null)."""
         d = asdict(self)
-        for c, claim in zip(d["claims"], self.claims, strict=True):
-            c["verdict"] = claim.verdict
+        d["claims"] = [c.to_dict() for c in self.claims]
         return _jsonable(d)
 
     @classmethod
@@ -190,9 +535,7 @@ class Result:
         """Rebuild a Result from :meth:`to_dict` output."""
         d = dict(d)
         d["tables"] = [Table(**t) for t in d.get("tables", [])]
-        d["claims"] = [
-            Claim(**{k: v for k, v in c.items() if k != "verdict"}) for c in d.get("claims", [])
-        ]
+        d["claims"] = [Claim.from_dict(c) for c in d.get("claims", [])]
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in d.items() if k in known})
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from icml26_core.experiment import Result, Table, format_value
+from icml26_core.experiment import Claim, Result, Table, format_value
+from icml26_core.stats import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, count_verdicts
 
 README_START = "<!-- icml26:results:start -->"
 README_END = "<!-- icml26:results:end -->"
@@ -26,13 +27,37 @@ def table_markdown(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+_MARKS = {HOLDS: "HOLDS", DOES_NOT_HOLD: "DOES NOT HOLD", INCONCLUSIVE: "INCONCLUSIVE"}
+_STYLES = {HOLDS: "bold green", DOES_NOT_HOLD: "bold red", INCONCLUSIVE: "bold yellow"}
+
+
+def _claim_lines(c: Claim, indent: str = "") -> list[str]:
+    lines = [f"{indent}- **{_MARKS[c.verdict]}**: {c.statement}  "]
+    if c.evidence is not None:
+        lines.append(f"{indent}  Evidence: {c.evidence.summary()}; {c.evidence.reason}.  ")
+    lines.append(f"{indent}  Rule: {c.rule}")
+    for part in c.parts:
+        lines += _claim_lines(part, indent + "  ")
+    return lines
+
+
 def claims_markdown(result: Result) -> str:
-    """Render the claims and their verdicts as a markdown list."""
-    lines = []
+    """Render the claims, their verdicts and evidence (effect, CI, p, n) as a list."""
+    lines: list[str] = []
     for c in result.claims:
-        mark = "HOLDS" if c.holds else "DOES NOT HOLD"
-        lines.append(f"- **{mark}**: {c.statement}  \n  Rule: {c.rule}")
+        lines += _claim_lines(c)
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def verdict_counts(result: Result) -> dict[str, int]:
+    """How many of a result's claims hold, do not hold, and are inconclusive."""
+    return count_verdicts([c.verdict for c in result.claims])
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """``"2 hold, 1 does not, 0 inconclusive"`` for a :func:`verdict_counts` dict."""
+    return (f"{counts[HOLDS]} hold, {counts[DOES_NOT_HOLD]} do not, "
+            f"{counts[INCONCLUSIVE]} inconclusive")
 
 
 def result_body_markdown(result: Result, *, heading_level: int = 2) -> str:
@@ -75,11 +100,20 @@ def print_result(result: Result, console: Console) -> None:
         if t.note:
             console.print(f"[dim]{t.note}[/dim]")
     for c in result.claims:
-        style = "bold green" if c.holds else "bold red"
-        console.print(f"[{style}]{c.verdict.upper()}[/{style}]: {c.statement}")
-        console.print(f"  [dim]rule: {c.rule}[/dim]")
+        _print_claim(c, console)
     for n in result.notes:
         console.print(f"[dim]note: {n}[/dim]")
+
+
+def _print_claim(c: Claim, console: Console, indent: str = "") -> None:
+    style = _STYLES[c.verdict]
+    console.print(f"{indent}[{style}]{c.verdict.upper()}[/{style}]: {c.statement}",
+                  highlight=False)
+    if c.evidence is not None:
+        console.print(f"{indent}  {c.evidence.summary()}; {c.evidence.reason}", highlight=False)
+    console.print(f"{indent}  [dim]rule: {c.rule}[/dim]", highlight=False)
+    for part in c.parts:
+        _print_claim(part, console, indent + "  ")
 
 
 def find_results(results_dir: str | Path) -> list[Path]:
@@ -98,11 +132,15 @@ def write_report(results_dir: str | Path = "results") -> Path:
     if not paths:
         raise FileNotFoundError(f"no result.json under {root}/*/; run `icml26 run NAME` first")
     results = [Result.read(p) for p in paths]
-    lines = ["# icml26-optim: measured results\n", "| experiment | scale | claims holding |"]
-    lines.append("|---|---|---|")
+    lines = [
+        "# icml26-optim: measured results\n",
+        "| experiment | scale | claims | holds | does not hold | inconclusive |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in results:
-        held = sum(c.holds for c in r.claims)
-        lines.append(f"| [{r.name}](#{r.name}) | {r.scale} | {held}/{len(r.claims)} |")
+        k = verdict_counts(r)
+        lines.append(f"| [{r.name}](#{r.name}) | {r.scale} | {len(r.claims)} | {k[HOLDS]} | "
+                     f"{k[DOES_NOT_HOLD]} | {k[INCONCLUSIVE]} |")
     lines.append("")
     for r, p in zip(results, paths, strict=True):
         body = result_body_markdown(r, heading_level=3)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from icml26_core import registry
 from icml26_core.experiment import Result, RunContext, execute
+from icml26_core.stats import VERDICTS
 
 SMOKE_BUDGET_S = 30.0
 
@@ -17,7 +18,7 @@ def check_experiment(name: str, out_dir: str | Path, *, seed: int = 0) -> Result
     """Run experiment ``name`` at smoke scale and validate what it wrote.
 
     Checks that it is registered and loads, returns a :class:`Result` with at
-    least one table and one claim, that every claim has a boolean verdict
+    least one table and one claim, that every claim has one of the three verdicts
     computed from measured values, that ``result.json`` round-trips and that
     listed figures exist. The smoke budget (30 s on 2 CPU cores) is reported,
     not asserted, since wall time depends on the machine.
@@ -43,7 +44,7 @@ def check_experiment(name: str, out_dir: str | Path, *, seed: int = 0) -> Result
         for row in t.rows:
             assert set(row) <= set(t.columns), f"row keys {set(row)} not in columns {t.columns}"
     for c in result.claims:
-        assert isinstance(c.holds, bool)
+        assert c.verdict in VERDICTS, f"claim verdict {c.verdict!r} not one of {VERDICTS}"
         assert c.statement and c.rule, "a claim needs a statement and a rule in words"
         assert c.values, f"claim {c.statement!r} records no measured values"
     path = Path(out_dir) / "result.json"
@@ -52,7 +53,7 @@ def check_experiment(name: str, out_dir: str | Path, *, seed: int = 0) -> Result
     assert raw["name"] == name and raw["scale"] == "smoke"
     assert all("verdict" in c for c in raw["claims"])
     again = Result.read(path)
-    assert [c.holds for c in again.claims] == [c.holds for c in result.claims]
+    assert [c.verdict for c in again.claims] == [c.verdict for c in result.claims]
     for fig in result.figures:
         assert (Path(out_dir) / fig).is_file(), f"figure {fig} listed but not written"
     assert math.isfinite(elapsed)
