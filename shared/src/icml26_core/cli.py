@@ -41,9 +41,19 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, console: Console) -> int:
+    if not args.load:
+        # metadata only: nothing is imported, so this is instant however many plugins
+        table = RichTable(title="Registered experiments", title_justify="left")
+        for col in ("name", "version", "package summary"):
+            table.add_column(col, overflow="fold")
+        for e in registry.entries():
+            table.add_row(e.name, e.version, e.summary)
+        console.print(table)
+        console.print("[dim]`icml26 list --load` imports each experiment and shows its claim[/dim]")
+        return 0
     table = RichTable(title="Registered experiments", title_justify="left")
     for col in ("name", "version", "paper", "claim"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     broken = 0
     for info in registry.load_all():
         if info.experiment is None:
@@ -56,6 +66,18 @@ def _cmd_list(args: argparse.Namespace, console: Console) -> int:
     if broken:
         console.print(f"[yellow]warning: {broken} experiment(s) failed to load[/yellow]")
     return 0
+
+
+def _missing_extra(name: str) -> str | None:
+    """One line saying what to install if ``name[repro]`` is incomplete here, else None."""
+    dist = next((e.distribution for e in registry.entries() if e.name == name), "")
+    if not dist:
+        return None  # an entry point without a distribution (tests, editable oddities)
+    missing = registry.missing_requirements(dist, "repro")
+    if not missing:
+        return None
+    return (f"{name}: its experiment needs {', '.join(missing)}, not installed here; "
+            f"install them with: pip install \"{dist}[repro]\"")
 
 
 def _run_one(name: str, args: argparse.Namespace, console: Console, out: Path) -> int:
@@ -80,10 +102,7 @@ def _run_one(name: str, args: argparse.Namespace, console: Console, out: Path) -
 
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
-    try:
-        args.device = resolve_device(args.device)
-    except ValueError as exc:
-        return _fail(str(exc))
+    # cheap checks first (names, extras), before anything imports torch
     if args.all == bool(args.name):
         return _fail("give exactly one experiment NAME, or --all")
     known = registry.names()
@@ -91,6 +110,15 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     for n in names:
         if n not in known:
             return _fail(f"no experiment named {n!r}; registered: {', '.join(known) or 'none'}")
+    problems = [m for m in map(_missing_extra, names) if m]
+    if problems:
+        for m in problems:
+            print(f"icml26: error: {m}", file=sys.stderr)
+        return 2
+    try:
+        args.device = resolve_device(args.device)
+    except ValueError as exc:
+        return _fail(str(exc))
     # Non-default scales get their own folder, so a smoke run never replaces the
     # default-scale result that `icml26 report --readme` shows.
     default_base = Path("results") if args.scale == "default" else Path("results") / args.scale
@@ -175,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the ``icml26`` command."""
     p = _Parser(prog="icml26", description="Run and report the icml26-optim experiments.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="list registered experiments")
+    lp = sub.add_parser("list", help="list registered experiments (reads metadata only)")
+    lp.add_argument("--load", action="store_true",
+                    help="import each experiment to show its paper and claim (slower)")
     r = sub.add_parser("run", help="run one experiment (or --all)")
     r.add_argument("name", nargs="?", help="experiment name (see `icml26 list`)")
     r.add_argument("--all", action="store_true", help="run every registered experiment")
