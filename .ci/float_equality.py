@@ -23,8 +23,11 @@ SKIP_PARTS = {".venv", "node_modules", "results", "build", "dist", ".git"}
 
 
 def _is_approx(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name)
-            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "approx")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute | ast.Name)
+        and getattr(node.func, "attr", getattr(node.func, "id", "")) == "approx"
+    )
 
 
 def _floaty(node: ast.AST) -> bool:
@@ -89,9 +92,11 @@ def check_file(path: Path) -> list[str]:
                     line = lines[cmp.lineno - 1] if cmp.lineno <= len(lines) else ""
                     if "# exact:" in line:
                         continue
-                    out.append(f"{path}:{cmp.lineno}: exact float comparison "
-                               f"`{ast.unparse(cmp)}`; use pytest.approx or a tolerance "
-                               "(or '# exact: <why>')")
+                    out.append(
+                        f"{path}:{cmp.lineno}: exact float comparison "
+                        f"`{ast.unparse(cmp)}`; use pytest.approx or a tolerance "
+                        "(or '# exact: <why>')"
+                    )
     return out
 
 

@@ -49,8 +49,11 @@ def test_list_reads_metadata_without_importing(fake_registry, capsys, monkeypatc
 def test_run_names_a_missing_extra_before_any_work(fake_registry, monkeypatch, capsys):
     entry = registry.ExperimentEntry("good", "1.0", "s", "good-dist")
     monkeypatch.setattr(registry, "entries", lambda: [entry])
-    monkeypatch.setattr(registry, "missing_requirements",
-                        lambda dist, extra: ["matplotlib>=3.8"] if dist == "good-dist" else [])
+    monkeypatch.setattr(
+        registry,
+        "missing_requirements",
+        lambda dist, extra: ["matplotlib>=3.8"] if dist == "good-dist" else [],
+    )
 
     def boom(name):
         raise AssertionError("must not load the experiment when its extra is missing")
@@ -104,7 +107,9 @@ def test_report_without_results(tmp_path, capsys):
 def test_bad_scale_exits_2_with_one_line():
     proc = subprocess.run(
         [sys.executable, "-m", "icml26_core.cli", "run", "x", "--scale", "huge"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "invalid choice" in proc.stderr

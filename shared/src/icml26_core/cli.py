@@ -76,8 +76,10 @@ def _missing_extra(name: str) -> str | None:
     missing = registry.missing_requirements(dist, "repro")
     if not missing:
         return None
-    return (f"{name}: its experiment needs {', '.join(missing)}, not installed here; "
-            f"install them with: pip install \"{dist}[repro]\"")
+    return (
+        f"{name}: its experiment needs {', '.join(missing)}, not installed here; "
+        f'install them with: pip install "{dist}[repro]"'
+    )
 
 
 def _run_one(name: str, args: argparse.Namespace, console: Console, out: Path) -> int:
@@ -85,8 +87,9 @@ def _run_one(name: str, args: argparse.Namespace, console: Console, out: Path) -
     if info.experiment is None:
         console.print(f"[red]{name}: failed to load: {info.error}[/red]")
         return 1
-    ctx = RunContext(scale=args.scale, device=args.device, seed=args.seed, out_dir=out,
-                     console=console)
+    ctx = RunContext(
+        scale=args.scale, device=args.device, seed=args.seed, out_dir=out, console=console
+    )
     console.rule(f"{name} {info.version} (scale {args.scale}, device {args.device})")
     try:
         result = execute(info.experiment, ctx, version=info.version)
@@ -191,11 +194,19 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
             missing += 1
             hint = escape(f"pip install 'icml26-core[{info.extra}]'")
             status = f"[yellow]no: {hint}[/yellow]"
-        table.add_row(info.kind, info.name, escape(info.shape), status, escape(info.call),
-                      escape(info.license))
+        table.add_row(
+            info.kind,
+            info.name,
+            escape(info.shape),
+            status,
+            escape(info.call),
+            escape(info.license),
+        )
     console.print(table)
-    console.print(f"[dim]{len(infos)} datasets, {len(infos) - missing} available here; "
-                  "every one is read from an installed package, never downloaded[/dim]")
+    console.print(
+        f"[dim]{len(infos)} datasets, {len(infos) - missing} available here; "
+        "every one is read from an installed package, never downloaded[/dim]"
+    )
     return 1 if failed else 0
 
 
@@ -204,29 +215,46 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="icml26", description="Run and report the icml26-optim experiments.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     lp = sub.add_parser("list", help="list registered experiments (reads metadata only)")
-    lp.add_argument("--load", action="store_true",
-                    help="import each experiment to show its paper and claim (slower)")
+    lp.add_argument(
+        "--load",
+        action="store_true",
+        help="import each experiment to show its paper and claim (slower)",
+    )
     r = sub.add_parser("run", help="run one experiment (or --all)")
     r.add_argument("name", nargs="?", help="experiment name (see `icml26 list`)")
     r.add_argument("--all", action="store_true", help="run every registered experiment")
-    r.add_argument("--scale", choices=SCALES, default="default",
-                   help="smoke (<30 s), default (<10 min on 2 CPU cores) or full (paper, GPU)")
+    r.add_argument(
+        "--scale",
+        choices=SCALES,
+        default="default",
+        help="smoke (<30 s), default (<10 min on 2 CPU cores) or full (paper, GPU)",
+    )
     r.add_argument("--device", default="auto", help=f"one of {DEVICE_CHOICES} or cuda:N")
     r.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
-    r.add_argument("--out", default=None,
-                   help="output folder (default results/NAME; results/SCALE/NAME for smoke, full)")
+    r.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default results/NAME; results/SCALE/NAME for smoke, full)",
+    )
     rep = sub.add_parser("report", help="gather results into results/REPORT.md")
     rep.add_argument("--results", default="results", help="folder of results (default results)")
-    rep.add_argument("--readme", action="store_true",
-                     help="also rewrite each package README's results section")
+    rep.add_argument(
+        "--readme", action="store_true", help="also rewrite each package README's results section"
+    )
     rep.add_argument("--packages", default="packages", help="folder of the packages")
     data = sub.add_parser("data", help="the bundled datasets (icml26 data list)")
     data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
     dl = data_sub.add_parser("list", help="each dataset with its shape and availability")
-    dl.add_argument("--kind", default=None,
-                    help="only this kind: tabular, image, text, graph, power_grid or game")
-    dl.add_argument("--check", action="store_true",
-                    help="also load every available dataset (exit 1 if one fails)")
+    dl.add_argument(
+        "--kind",
+        default=None,
+        help="only this kind: tabular, image, text, graph, power_grid or game",
+    )
+    dl.add_argument(
+        "--check",
+        action="store_true",
+        help="also load every available dataset (exit 1 if one fails)",
+    )
     return p
 
 

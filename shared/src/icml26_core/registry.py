@@ -65,12 +65,14 @@ def entries() -> list[ExperimentEntry]:
     for name, ep in sorted(_entry_points().items()):
         dist = getattr(ep, "dist", None)
         meta = dist.metadata if dist is not None else None
-        out.append(ExperimentEntry(
-            name=name,
-            version=dist.version if dist is not None else "",
-            summary=(meta.get("Summary") or "") if meta is not None else "",
-            distribution=(meta.get("Name") or "") if meta is not None else "",
-        ))
+        out.append(
+            ExperimentEntry(
+                name=name,
+                version=dist.version if dist is not None else "",
+                summary=(meta.get("Summary") or "") if meta is not None else "",
+                distribution=(meta.get("Name") or "") if meta is not None else "",
+            )
+        )
     return out
 
 

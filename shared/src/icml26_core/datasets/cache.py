@@ -88,7 +88,7 @@ def cached_arrays(
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub misreads **kw
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
