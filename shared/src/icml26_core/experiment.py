@@ -275,6 +275,10 @@ class Claim:
         Returns:
             The claim; ``values`` holds both samples under ``names``.
         """
+        if log_ratio and 0 < min_effect < 1:
+            raise ValueError(
+                f"with log_ratio, min_effect is a ratio >= 1 (e.g. 1.05 for 5%), got {min_effect}"
+            )
         threshold = (min_effect if min_effect > 0 else 1.0) if log_ratio else min_effect
         if paired:
             ev = stats.paired_comparison(
