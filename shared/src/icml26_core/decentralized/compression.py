@@ -17,15 +17,19 @@ Koloskova et al. 2019), and ``bits(d, dtype)``, the size of one message in the u
 encoding (values in the tensor's float format, indices in ``ceil(log2 d)`` bits,
 signs and levels in their bits):
 
-| operator | C(x) | bits per message | delta | unbiased |
-| --- | --- | --- | --- | --- |
-| ``Identity()`` | x | ``d * f`` | 1 | yes |
-| ``TopK(ratio)`` / ``TopK(k=k)`` | the k largest-magnitude entries, others 0 | ``k (f + ceil(log2 d))`` | ``k / d`` | no |
-| ``RandomK(ratio)`` | k entries chosen uniformly, others 0 | ``k (f + ceil(log2 d))`` | ``k / d`` | no |
-| ``RandomK(ratio, unbiased=True)`` | the same, times ``d / k`` | same | ``k / d`` (*) | yes, ``omega = d/k - 1`` |
-| ``QSGD(bits=b)`` | ``||x|| sign(x_i) xi_i / s``, ``s = 2^(b-1) - 1`` stochastic levels (Alistarh et al. 2017) | ``f + d b`` | ``1 / (1 + omega)`` (*) | yes, ``omega = min(d / s^2, sqrt(d) / s)`` |
-| ``QSGD(bits=b, unbiased=False)`` | the same divided by ``1 + omega`` | ``f + d b`` | ``1 / (1 + omega)`` | no |
-| ``ScaledSign()`` | ``(||x||_1 / d) sign(x)`` (Karimireddy et al. 2019) | ``f + d`` | ``1 / d`` (worst case; ``||x||_1^2 / (d ||x||_2^2)`` for a given x) | no |
+- ``Identity()``: ``x`` itself; ``d f`` bits; delta 1.
+- ``TopK(ratio)`` or ``TopK(k=k)``: the ``k`` entries of largest magnitude, the
+  others 0; ``k (f + ceil(log2 d))`` bits; delta ``k / d``; biased.
+- ``RandomK(ratio)``: ``k`` entries chosen uniformly; same bits; delta ``k / d``;
+  biased. With ``unbiased=True`` the kept entries are multiplied by ``d / k``
+  (unbiased, ``omega = d/k - 1``; delta ``k / d`` (*)).
+- ``QSGD(bits=b)``: ``||x|| sign(x_i) xi_i / s`` with ``s = 2^(b-1) - 1`` stochastic
+  levels (Alistarh et al. 2017); ``f + d b`` bits; unbiased with ``omega = min(d /
+  s^2, sqrt(d) / s)``, delta ``1 / (1 + omega)`` (*). With ``unbiased=False`` the
+  result is divided by ``1 + omega``: a contraction with that delta.
+- ``ScaledSign()``: ``(||x||_1 / d) sign(x)`` (Karimireddy et al. 2019); ``f + d``
+  bits; delta ``1 / d`` in the worst case, ``||x||_1^2 / (d ||x||_2^2)`` for a given
+  ``x`` (``ScaledSign.delta_of(x)``); biased.
 
 ``f`` is the float width of ``x`` (32 for float32). (*) An unbiased operator with
 ``E||C(x) - x||^2 <= omega ||x||^2`` is not itself a contraction; ``delta`` is then

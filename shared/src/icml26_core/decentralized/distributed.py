@@ -38,8 +38,8 @@ import numpy as np
 
 from icml26_core._lazy import require
 from icml26_core.decentralized.compression import Message
-from icml26_core.decentralized.simulated import _neighbors, node_seed
 from icml26_core.decentralized.mixing import check_mixing_matrix
+from icml26_core.decentralized.simulated import _neighbors, node_seed
 from icml26_core.validation import check_choice, check_float, check_int
 
 torch = require("torch", "decentralized")
@@ -170,7 +170,8 @@ class GossipGroup:
             x: This node's tensor (any shape; the same shape and dtype on every rank),
                 sent at full precision, or a :class:`Message` from :meth:`compress`
                 (sent as one buffer, decoded on receipt, its bits counted).
-            W: A different mixing matrix for this round (the same on every rank).
+            W: A different mixing matrix for this round, the same on every rank
+                (doubly stochastic; one round need not be connected).
 
         Returns:
             The mixed tensor (decoded messages mixed, for a :class:`Message`).
@@ -181,7 +182,7 @@ class GossipGroup:
         M = self._W
         out, inn = self._out, self._in
         if W is not None:
-            M = check_mixing_matrix(W, symmetric=False)
+            M = check_mixing_matrix(W, symmetric=False, connected=False)
             if M.shape != self._W.shape:
                 raise ValueError(f"W must be ({self.n_nodes}, {self.n_nodes}), got {M.shape}")
             o, i = _neighbors(M)

@@ -81,11 +81,12 @@ def _nx() -> Any:
 
 def _grid_shape(n: int, shape: tuple[int, int] | None) -> tuple[int, int]:
     if shape is not None:
-        rows, cols = (check_int("shape[0]", shape[0], low=2), check_int("shape[1]", shape[1], low=2))
+        rows = check_int("shape[0]", shape[0], low=2)
+        cols = check_int("shape[1]", shape[1], low=2)
         if rows * cols != n:
             raise ValueError(f"shape {shape} has {rows * cols} nodes, but n is {n}")
         return rows, cols
-    rows = int(math.isqrt(n))
+    rows = math.isqrt(n)
     while rows > 1 and n % rows:
         rows -= 1
     if rows < 2:
@@ -124,20 +125,24 @@ def topology(
 ) -> Any:
     """A connected, undirected communication graph on nodes ``0..n-1``.
 
-    | name | graph | degree |
-    | --- | --- | --- |
-    | ``ring`` | cycle ``i ~ i +- 1 (mod n)`` | 2 |
-    | ``path`` | ``i ~ i + 1`` | 1 or 2 |
-    | ``torus`` | 2-D periodic grid ``rows x cols`` (``shape``; default the most square) | 4 (3 when a side is 2) |
-    | ``grid`` | 2-D grid ``rows x cols`` without wrap-around | 2 to 4 |
-    | ``star`` | node 0 joined to every other | n-1 and 1 |
-    | ``complete`` | every pair | n-1 |
-    | ``hypercube`` | ``i ~ i XOR 2^k`` (n a power of 2) | log2 n |
-    | ``exponential`` | ``i ~ i +- 2^k (mod n)``, ``2^k < n`` (undirected static exponential graph) | about 2 log2 n |
-    | ``erdos_renyi`` | each pair with probability ``p`` (default ``2 ln(n) / n``), redrawn until connected | about ``p (n-1)`` |
-    | ``random_geometric`` | uniform points in the unit square joined within ``radius`` (default ``sqrt(2 ln(n) / n)``), redrawn until connected; node attribute ``pos`` | varies |
-    | ``barbell`` | two complete graphs of ``n // 2`` nodes joined by an edge (through a middle node when ``n`` is odd) | n/2 - 1 (n/2 at the bridge) |
-    | ``lollipop`` | a complete graph of ``n // 2`` nodes with a path of the others attached | varies |
+    - ``ring``: the cycle ``i ~ i +- 1 (mod n)``; degree 2.
+    - ``path``: ``i ~ i + 1``.
+    - ``torus``: the 2-D periodic grid ``rows x cols`` (``shape``, by default the
+      most square factorization of ``n``); degree 4 (3 along a side of 2).
+    - ``grid``: the same grid without wrap-around.
+    - ``star``: node 0 joined to every other.
+    - ``complete``: every pair.
+    - ``hypercube``: ``i ~ i XOR 2^k`` (``n`` a power of 2); degree ``log2 n``.
+    - ``exponential``: ``i ~ i +- 2^k (mod n)`` for ``2^k < n``, the undirected static
+      exponential graph; degree about ``2 log2 n``.
+    - ``erdos_renyi``: each pair with probability ``p`` (default ``2 ln(n) / n``),
+      redrawn until connected.
+    - ``random_geometric``: uniform points in the unit square joined within
+      ``radius`` (default ``sqrt(2 ln(n) / n)``), redrawn until connected; node
+      attribute ``pos``.
+    - ``barbell``: two complete graphs of ``n // 2`` nodes joined by an edge (through
+      a middle node when ``n`` is odd).
+    - ``lollipop``: a complete graph of ``n // 2`` nodes with a path of the others.
 
     Args:
         name: One of :data:`TOPOLOGIES`.
@@ -328,7 +333,12 @@ def one_peer_exponential(n: int, t: int) -> np.ndarray:
 
 
 def check_mixing_matrix(
-    W: Any, *, symmetric: bool = True, atol: float = 1e-10, name: str = "W"
+    W: Any,
+    *,
+    symmetric: bool = True,
+    connected: bool = True,
+    atol: float = 1e-10,
+    name: str = "W",
 ) -> np.ndarray:
     """Validate a mixing matrix; return it as a float64 copy.
 
@@ -336,6 +346,9 @@ def check_mixing_matrix(
         W: Square array (n, n) (numpy, torch or nested lists).
         symmetric: Also require ``W == W^T`` (what the spectral analysis of an
             undirected network needs).
+        connected: Also require a (strongly) connected support. One round of a
+            time-varying topology may be disconnected (one-peer graphs are); pass
+            False for those.
         atol: Absolute tolerance of the sums and of the symmetry.
         name: The argument's name, for the messages.
 
@@ -370,7 +383,7 @@ def check_mixing_matrix(
                          f"{np.max(np.abs(M - M.T)):.3g}); pass symmetric=False if that is meant")
     support = np.abs(M) > atol
     np.fill_diagonal(support, False)
-    if M.shape[0] > 1 and not _connected(support):
+    if connected and M.shape[0] > 1 and not _connected(support):
         raise ValueError(f"{name} is disconnected: gossip cannot reach consensus")
     return M
 
@@ -385,7 +398,7 @@ class Spectrum:
             otherwise.
         second_largest_modulus: ``beta``, the spectral radius of ``W - 11^T/n``
             (``max(|lambda_2|, |lambda_n|)`` when symmetric): the asymptotic
-            per-round contraction of the disagreement.
+            per-round contraction of the disagreement (1 for a disconnected support).
         spectral_gap: ``1 - beta``.
         lambda_2: Second-largest eigenvalue (real part when W is not symmetric).
         lambda_min: Smallest eigenvalue (real part when W is not symmetric).
@@ -412,8 +425,8 @@ def spectrum(W: Any, *, atol: float = 1e-10) -> Spectrum:
     """Every eigenvalue of a mixing matrix, its spectral gap and second-largest modulus.
 
     Args:
-        W: Doubly stochastic (n, n) matrix (checked with :func:`check_mixing_matrix`,
-            symmetry not required).
+        W: Doubly stochastic (n, n) matrix (checked with :func:`check_mixing_matrix`;
+            neither symmetry nor connectivity required).
         atol: Tolerance of that check and of the symmetry test.
 
     Returns:
@@ -427,7 +440,7 @@ def spectrum(W: Any, *, atol: float = 1e-10) -> Spectrum:
         >>> [round(float(v), 6) + 0.0 for v in s.eigenvalues]
         [1.0, 0.0, 0.0, 0.0, 0.0]
     """
-    M = check_mixing_matrix(W, symmetric=False, atol=atol)
+    M = check_mixing_matrix(W, symmetric=False, connected=False, atol=atol)
     n = M.shape[0]
     J = np.full((n, n), 1.0 / n)
     sym = bool(np.max(np.abs(M - M.T)) <= atol)

@@ -159,7 +159,7 @@ class SimulatedNetwork:
     def _matrix(self, W: Any) -> np.ndarray | None:
         if W is None:
             return None
-        M = check_mixing_matrix(W, symmetric=False)
+        M = check_mixing_matrix(W, symmetric=False, connected=False)
         if M.shape != self._W.shape:
             raise ValueError(f"W must be ({self.n_nodes}, {self.n_nodes}), got {M.shape}")
         return M
@@ -188,7 +188,8 @@ class SimulatedNetwork:
                 :class:`StackedMessage` from :meth:`compress` (the decoded messages are
                 mixed, and their bits counted).
             W: A different mixing matrix for this round (time-varying topologies,
-                e.g. :func:`one_peer_exponential`); default the network's.
+                e.g. :func:`one_peer_exponential`; doubly stochastic, but one round
+                need not be connected); default the network's.
 
         Returns:
             The mixed rows, same shape (n, ...), library, dtype and device as ``X``
