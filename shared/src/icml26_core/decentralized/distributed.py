@@ -265,14 +265,33 @@ def _child(rank: int, world: int, init_file: str, backend: str, fn: Callable[...
         torch.set_num_threads(threads)
         dist.init_process_group(backend, init_method=f"file://{init_file}", rank=rank,
                                 world_size=world, timeout=timedelta(seconds=timeout_s))
-        try:
-            out = _plain(fn(rank, world, *args))
-            dist.barrier()
-        finally:
-            dist.destroy_process_group()
-        queue.put((rank, True, out))
+        out = _plain(fn(rank, world, *args))
+    except BaseException:
+        # Report first: the peers then fail on the closed connection, and the parent
+        # should see this rank's error before theirs.
+        queue.put((rank, False, traceback.format_exc()))
+        return
+    try:
+        dist.barrier()
+        dist.destroy_process_group()
     except BaseException:
         queue.put((rank, False, traceback.format_exc()))
+        return
+    queue.put((rank, True, out))
+
+
+def _failures(rank: int, first: str, queue: Any, grace_s: float = 1.0) -> str:
+    """The first failure and any that follow within ``grace_s``, the first one on top."""
+    failed = [(rank, first)]
+    end = time.monotonic() + grace_s
+    while time.monotonic() < end:
+        try:
+            r, ok, value = queue.get(timeout=max(0.01, end - time.monotonic()))
+        except queue_mod.Empty:
+            break
+        if not ok:
+            failed.append((r, value))
+    return "\n".join(f"spawn_local: rank {r} raised:\n{tb}" for r, tb in failed)
 
 
 def spawn_local(
@@ -310,7 +329,8 @@ def spawn_local(
         The values of ``fn``, ordered by rank.
 
     Raises:
-        RuntimeError: If a process raises (the message holds its traceback) or dies.
+        RuntimeError: If a process raises (the message holds its traceback first, then
+            those of ranks that failed within a second after it) or dies.
         TimeoutError: If the run exceeds ``timeout_s``.
     """
     import multiprocessing as mp
@@ -358,7 +378,7 @@ def spawn_local(
                         ) from None
                     continue
                 if not ok:
-                    raise RuntimeError(f"spawn_local: rank {rank} raised:\n{value}")
+                    raise RuntimeError(_failures(rank, value, queue))
                 results[rank] = value
             for p in procs:
                 p.join(timeout=max(1.0, deadline - time.monotonic()))
