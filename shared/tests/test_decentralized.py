@@ -27,6 +27,16 @@ from icml26_core.decentralized import (
 # ---- topologies and mixing matrices ---------------------------------------------------
 
 
+def test_topologies_and_mixing_need_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from icml26_core.decentralized import topology, mixing_matrix, spectrum;"
+            "spectrum(mixing_matrix(topology('ring', 5)));"
+            "assert 'torch' not in sys.modules, 'torch imported for numpy-only pieces'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 @pytest.mark.parametrize("rule", MIXING_RULES)
 @pytest.mark.parametrize("name", TOPOLOGIES)
 @pytest.mark.parametrize("n", [8, 16])

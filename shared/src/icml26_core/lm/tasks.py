@@ -23,8 +23,10 @@ Example:
     >>> tasks = {"upper": [("cat ->", " CAT"), ("dog ->", " DOG")],
     ...          "reverse": [("cat ->", " tac"), ("dog ->", " god")]}
     >>> tm = finetune_task_models(tiny_llama("1M"), tasks, tokenizer=ByteTokenizer(),
-    ...                           top_layers=1, steps=5, cache=False)  # doctest: +SKIP
-    >>> sorted(tm.tasks), tm.model("upper")  # doctest: +SKIP
+    ...                           top_layers=1, steps=5, cache=False)
+    >>> tm.tasks, len(tm.trainable)    # the last layer: q, k, v, o, 3 MLP matrices, 2 norms
+    (('upper', 'reverse'), 9)
+    >>> upper = tm.model("upper")      # a copy of the base with the task's tensors
 """
 
 from __future__ import annotations
