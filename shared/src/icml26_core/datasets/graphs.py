@@ -50,6 +50,7 @@ would downgrade the whole workspace.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import sys
@@ -452,15 +453,23 @@ def _package_dir(package: str) -> Path:
     if spec is None:
         raise ValueError(f"package {package!r} is not installed; imports:{package} needs it")
     if not spec.submodule_search_locations or spec.origin is None:
-        raise ValueError(f"{package!r} is a single module, not a package: it has no import graph")
+        raise ValueError(f"{package!r} is a single module or a namespace package, not a regular "
+                         "package: it has no import graph here")
     return Path(spec.origin).parent
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions() -> dict[str, list[str]]:
+    import importlib.metadata
+
+    return dict(importlib.metadata.packages_distributions())
 
 
 def _package_version(package: str) -> tuple[str, str]:
     """(distribution name, version) of an installed import package."""
     import importlib.metadata
 
-    dists = importlib.metadata.packages_distributions().get(package, [])
+    dists = _distributions().get(package, [])
     for dist in dists:
         try:
             return dist, importlib.metadata.version(dist)
@@ -487,7 +496,15 @@ def _package_imports(name: str) -> Graph:
     package = name.partition(":")[2]
     root = _package_dir(package)
     dist, version = _package_version(package)
-    key = (f"graph-imports-{package}-{dist}-{version}-{root}-py{sys.version.split()[0]}-"
+    stamp = version
+    if version == "unknown":  # no distribution metadata (a source checkout): key on the files
+        import hashlib
+
+        files = _walk_modules(root, (package,), _PACKAGE_SKIP)
+        listing = "".join(f"{n}:{p.stat().st_size}:{p.stat().st_mtime_ns};"
+                          for n, p in sorted(files.items()))
+        stamp = "files-" + hashlib.sha256(listing.encode()).hexdigest()[:12]
+    key = (f"graph-imports-{package}-{dist}-{stamp}-{root}-py{sys.version.split()[0]}-"
            f"v{_IMPORTS_VERSION}")
     graph = _graph_from_arrays(name, cached_arrays(key, lambda: _build_package_graph(package)))
     graph.meta.update(package=package, distribution=dist, package_version=version)
@@ -630,6 +647,8 @@ def load_graph(name: str) -> Graph:
     """
     if isinstance(name, str) and name.strip().lower().startswith("imports:"):
         package = name.strip().partition(":")[2].strip()
+        if package not in _IMPORT_PACKAGES:
+            _package_dir(package)  # a clear error for a bad or missing package, first
         info = _imports_info(package)
         if package in _IMPORT_PACKAGES:
             ensure_installed(info.modules, info.extra)

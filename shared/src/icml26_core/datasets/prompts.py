@@ -115,7 +115,7 @@ from icml26_core.datasets._registry import (
     register,
 )
 from icml26_core.datasets.cache import cached_arrays
-from icml26_core.validation import check_choice, check_int
+from icml26_core.validation import check_choice, check_float, check_int
 
 __all__ = ["PromptSet", "benign_instructions", "load_prompts"]
 
@@ -158,8 +158,6 @@ class PromptSet:
         Raises:
             ValueError: If ``fraction`` is not in (0, 1) or a part would be empty.
         """
-        from icml26_core.validation import check_float
-
         fraction = check_float("fraction", fraction, low=0.0, high=1.0, low_inclusive=False,
                                high_inclusive=False)
         n = len(self.prompts)
