@@ -6,7 +6,7 @@ Examples:
     icml26 run enmf --scale smoke        # < 30 s, into results/smoke/enmf
     icml26 run --all --scale smoke
     icml26 report --readme               # results/REPORT.md and package READMEs
-    icml26 data list [--kind tabular] [--check]   # datasets, shapes, availability
+    icml26 data list [--kind tabular] [--check]   # datasets, models, shapes, availability
 """
 
 from __future__ import annotations
@@ -182,6 +182,11 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
     for info in infos:
         if info.available():
             status = "[green]yes[/green]"
+            if info.detail is not None:
+                try:
+                    status = f"[green]yes[/green], {escape(info.detail())}"
+                except Exception as exc:
+                    status = f"[green]yes[/green] [yellow](status: {escape(str(exc))})[/yellow]"
             if args.check:
                 start = time.perf_counter()
                 try:
@@ -242,13 +247,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--readme", action="store_true", help="also rewrite each package README's results section"
     )
     rep.add_argument("--packages", default="packages", help="folder of the packages")
-    data = sub.add_parser("data", help="the bundled datasets (icml26 data list)")
+    data = sub.add_parser("data", help="the bundled datasets and models (icml26 data list)")
     data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
     dl = data_sub.add_parser("list", help="each dataset with its shape and availability")
     dl.add_argument(
         "--kind",
         default=None,
-        help="only this kind: tabular, image, text, graph, power_grid or game",
+        help="only this kind: tabular, series, image, text, graph, power_grid, game, prompts "
+        "or model",
     )
     dl.add_argument(
         "--check",
