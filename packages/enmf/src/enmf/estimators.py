@@ -129,11 +129,16 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         l1 = float(self.l1_ratio)
         # scikit-learn's scaling of the penalties, then the change of units X -> X / c,
         # W -> W / c (H unchanged), divided through by c^2.
+        def over(value: float, k: int) -> float:  # value / c^k, without forming c^k
+            for _ in range(k):
+                value = value / c if value else 0.0
+            return value
+
         return Penalty(
-            l1_W=m * alpha_W * l1 / c,
+            l1_W=over(m * alpha_W * l1, 1),
             l2_W=m * alpha_W * (1.0 - l1),
-            l1_H=n * alpha_H * l1 / c**2,
-            l2_H=n * alpha_H * (1.0 - l1) / c**2,
+            l1_H=over(n * alpha_H * l1, 2),
+            l2_H=over(n * alpha_H * (1.0 - l1), 2),
         )
 
     @staticmethod
