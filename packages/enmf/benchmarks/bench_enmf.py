@@ -39,7 +39,7 @@ def main() -> int:
         for r in ranks:
             errors = {}
 
-            def fit(make, key):
+            def fit(make, key, X=X, x_norm=x_norm, errors=errors):
                 def call():
                     model = make().fit(X)
                     errors[key] = model.reconstruction_err_ / x_norm

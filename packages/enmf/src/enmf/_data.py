@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from enmf.hals import MatrixLike
-
-
-@dataclass
-class Matrix:
-    """A nonnegative data matrix with the ranks to factor it at.
-
-    Attributes:
-        name: Short name used in tables.
-        X: Shape (n, m), nonnegative, dense float64 or CSR.
-        ranks: Ranks to try.
-        source: Where the data comes from, in words.
-        truth: For synthetic data, the planted ``(W, H)``.
-    """
-
-    name: str
-    X: MatrixLike
-    ranks: list[int]
-    source: str
-    truth: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
 
 def digits(n_rows: int | None = None) -> np.ndarray:
@@ -67,7 +48,7 @@ def wikipedia_tfidf(max_features: int = 1000) -> sp.csr_matrix:
 def subsample_rows(X: MatrixLike, fraction: float, rng: np.random.Generator) -> MatrixLike:
     """A random ``fraction`` of the rows of ``X`` (without replacement, order kept)."""
     n = X.shape[0]
-    keep = np.sort(rng.choice(n, size=max(1, int(round(fraction * n))), replace=False))
+    keep = np.sort(rng.choice(n, size=max(1, round(fraction * n)), replace=False))
     return X[keep]
 
 
@@ -127,27 +108,3 @@ def planted(n: int, m: int, r: int, rng: np.random.Generator) -> tuple[np.ndarra
     W[:r] += np.eye(r)
     H[:, :r] += np.eye(r)
     return W, H
-
-
-def matrices(scale: str, seed: int) -> list[Matrix]:
-    """The problems at ``scale`` ("smoke", "default" or "full")."""
-    rng = np.random.default_rng(seed)
-    if scale == "smoke":
-        W, H = planted(200, 120, 6, rng)
-        return [
-            Matrix("digits[:600]", digits(600), [8], "sklearn digits, first 600 rows"),
-            Matrix("synthetic", W @ H, [6], "exact rank 6, 200 x 120", truth=(W, H)),
-        ]
-    W, H = planted(500, 300, 10, rng)
-    big = scale == "full"
-    return [
-        Matrix("digits", digits(), [10, 20, 40], "sklearn digits 1797 x 64 (load_tabular)"),
-        Matrix("faces", faces(), [10, 20], "scikit-image lfw_subset, 200 x 625 pixels"),
-        Matrix(
-            "wikipedia tf-idf",
-            wikipedia_tfidf(5000 if big else 1000),
-            [10, 20],
-            "TF-IDF of gensim's Wikipedia paragraphs (load_text)",
-        ),
-        Matrix("synthetic", W @ H, [10], "exact rank 10, 500 x 300", truth=(W, H)),
-    ]

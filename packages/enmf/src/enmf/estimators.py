@@ -369,6 +369,7 @@ class ENMF(_NMFEstimator):
         l1_ratio: Mix of L1 and L2 penalty, in [0, 1].
         beta_loss: ``"frobenius"`` only (other losses raise ``ValueError``).
         verbose: 0 silent; 1 prints the stages and every 10th iteration; 2 every one.
+
     Attributes:
         components_: ``H``, shape (n_components, n_features), nonnegative.
         n_components_: The rank used.
@@ -471,7 +472,7 @@ class ENMF(_NMFEstimator):
         self.path_steps_ = path.n_steps
         return path.W, path.H
 
-    def _custom_start(self, X, r, W, H, c):  # noqa: D102 - see the base class
+    def _custom_start(self, X, r, W, H, c):
         self.exterior_distance_ = None
         self.path_steps_ = None
         return super()._custom_start(X, r, W, H, c)
@@ -518,6 +519,7 @@ class HALS(_NMFEstimator):
         l1_ratio: Mix of L1 and L2 penalty, in [0, 1].
         beta_loss: ``"frobenius"`` only (other losses raise ``ValueError``).
         verbose: 0 silent; 1 prints the stages and every 10th iteration; 2 every one.
+
     Attributes:
         components_, n_components_, n_iter_, reconstruction_err_, trace_,
         n_features_in_: As in :class:`ENMF`.

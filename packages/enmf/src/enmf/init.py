@@ -48,8 +48,10 @@ def svd_factors(
         return U * flip, V * flip
     if signs != "paper":
         raise ValueError(f"signs must be 'paper' or 'balanced', got {signs!r}")
-    a_pos, a_neg = np.linalg.norm(np.maximum(A, 0.0), axis=0), np.linalg.norm(np.minimum(A, 0.0), axis=0)
-    b_pos, b_neg = np.linalg.norm(np.maximum(B, 0.0), axis=0), np.linalg.norm(np.minimum(B, 0.0), axis=0)
+    a_pos = np.linalg.norm(np.maximum(A, 0.0), axis=0)
+    a_neg = np.linalg.norm(np.minimum(A, 0.0), axis=0)
+    b_pos = np.linalg.norm(np.maximum(B, 0.0), axis=0)
+    b_neg = np.linalg.norm(np.minimum(B, 0.0), axis=0)
     keep = a_pos * b_pos >= a_neg * b_neg
     sign = np.where(keep, 1.0, -1.0)
     na, nb = np.where(keep, a_pos, a_neg), np.where(keep, b_pos, b_neg)

@@ -180,7 +180,7 @@ def rotate_l1(
         github.com/roychowdhuryresearch/eNMF (``admm_rotation``), read for the
         algorithm and its constants.
     """
-    N, r = Z.shape
+    r = Z.shape[1]
     scale = float(np.sqrt(np.vdot(Z, Z) / max(Z.size, 1)))
     if scale == 0.0 or not np.isfinite(scale):
         return Rotation(np.eye(r), 0.0, [0.0], 0, "l1", True)
