@@ -7,11 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 
-@parametrize_with_checks([
-    ENMF(2, random_state=0),
-    ENMF(2, algorithm="extrapolated", random_state=0),
-    HALS(2, random_state=0),
-])
+@parametrize_with_checks([ENMF(2, random_state=0), HALS(2, random_state=0)])
 def test_sklearn_conventions(estimator, check):
     check(estimator)
 
@@ -44,6 +40,7 @@ def test_converges_to_kkt_point(make, rng):
     assert res.projected_gradient < 1e-5
 
 
+@pytest.mark.slow
 def test_kkt_on_real_digits():
     from sklearn.datasets import load_digits
 

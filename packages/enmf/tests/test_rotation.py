@@ -52,12 +52,12 @@ def test_l1_rotation_matches_a_grid_search_in_two_dimensions(rng):
     U, V = rng.standard_normal((40, 2)) + 0.5, rng.standard_normal((25, 2)) + 0.5
     Z = np.vstack([U, V])
     best = np.inf
-    for theta in np.linspace(0.0, 2 * np.pi, 20001):
+    for theta in np.linspace(0.0, 2 * np.pi, 4001):
         c, s = np.cos(theta), np.sin(theta)
         for Q in (np.array([[c, -s], [s, c]]), np.array([[c, s], [s, -c]])):
             best = min(best, negative_mass(Z @ Q))
     rot = rotate_to_orthant(U, V, norm="l1")
-    assert rot.distance == pytest.approx(best, rel=2e-3)
+    assert rot.distance == pytest.approx(best, rel=5e-3)
 
 
 def test_l1_rotation_minimizes_its_own_objective_on_digits():
