@@ -345,7 +345,8 @@ def _corpus_docs(name: str, split: str) -> tuple[list[str], list[str]]:
     from icml26_core.datasets.text import load_text
 
     corpus = load_text(name)
-    docs, titles = [], []
+    docs: list[str] = []
+    titles: list[str] = []
     for part in ("train", "validation") if split == "all" else (split,):
         docs += corpus.documents(part)
         titles += corpus.train_titles if part == "train" else corpus.validation_titles
@@ -639,7 +640,7 @@ for _name, _spec in _SETS.items():
             source=_spec["source"],
             license=_spec["license"],
             description=_spec["description"],
-            files=lambda s=_spec: [str(_carrier_file(s["carrier"], s["file"]))],
+            files=lambda s=_spec: [str(_carrier_file(s["carrier"], s["file"]))],  # type: ignore[misc]
             install=CARRIER_INSTALL,
         )
     )
