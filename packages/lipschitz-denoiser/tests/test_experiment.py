@@ -4,8 +4,10 @@ from icml26_core.testing import check_experiment
 def test_experiment_smoke(tmp_path):
     result = check_experiment("lipschitz-denoiser", tmp_path)
     assert len(result.claims) == 3
-    lip = result.tables[1]
+    lip = result.tables[2]
     ours = lip.rows[0]
     assert ours["certified bound"] <= 1.0
-    assert ours["empirical lower bound"] <= ours["certified bound"] * (1 + 1e-9)
+    assert ours["adversarial lower bound"] <= ours["certified bound"] * (1 + 1e-9)
+    assert all(c.verdict in ("holds", "does not hold", "inconclusive") for c in result.claims)
+    assert result.claims[1].parts  # competitiveness: one non-inferiority part per task
     assert (tmp_path / "pnp_residuals.png").is_file()
