@@ -40,7 +40,7 @@ def main() -> int:
         cnn = deepinv.models.DnCNN(1, 1, depth=depth, nf=width, pretrained=None).to(device).eval()
         with torch.no_grad():
             ours(x, 0.1)  # fills the cached bounds (one eigensolve per layer)
-            cmp = compare_times(lambda: ours(x, 0.1), lambda: cnn(x, 0.1),
+            cmp = compare_times(lambda o=ours: o(x, 0.1), lambda c=cnn: c(x, 0.1),
                                 repeats=args.repeats, warmup=2, names=("ours", "DnCNN"),
                                 device=device)  # fmt: skip
         ev = cmp.speedup()
