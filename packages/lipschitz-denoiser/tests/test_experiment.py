@@ -1,6 +1,8 @@
+import pytest
 from icml26_core.testing import check_experiment
 
 
+@pytest.mark.slow  # ~30 s of CPU (training four networks, BM3D-free); integration-tests run it too
 def test_experiment_smoke(tmp_path):
     result = check_experiment("lipschitz-denoiser", tmp_path)
     assert len(result.claims) == 3
