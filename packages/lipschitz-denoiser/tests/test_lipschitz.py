@@ -124,7 +124,7 @@ def test_training_estimate_converges_to_the_exact_bound():
         layer.weight.normal_()
     layer.train()
     for _ in range(40):  # power steps on a fixed weight, refreshed every 8 forwards
-        est = float(layer.norm_bound())
+        est = float(layer.norm_bound().detach())
     exact = float(layer.norm_bound(exact=True))
     assert est <= exact * (1 + 1e-9)
     assert est >= exact * (1 - 1e-3)
@@ -162,7 +162,8 @@ def test_adversarial_search_never_beats_one():
         model.skip_logit.fill_(5.0)
     cert = certify_lipschitz(model, (12, 12), sigma=0.1, n_starts=6, steps=60, lr=0.05)
     assert cert.certified_bound <= 1.0
-    assert max(cert.layer_norms) > 0.99  # saturated layers are tight (Schur gave ~0.3)
+    # saturated layers are tight up to Bernstein's factor (1.041 at grid 32; Schur gave ~0.3)
+    assert max(cert.layer_norms) > 0.999 / model.convs[0].grid_factor
     assert cert.empirical_lower_bound <= 1.0 + 1e-5
     assert cert.empirical_lower_bound > 0.1  # the search did find large ratios
     assert cert.consistent
