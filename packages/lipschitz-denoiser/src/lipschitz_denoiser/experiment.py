@@ -51,20 +51,24 @@ MEASUREMENT_NOISE = 0.01
 MARGIN_DB = 0.5  # "competitive": at most 0.5 dB PSNR below the soft baseline (set before the run)
 # Equal tuning: every method picks from a 3-point grid on the validation images.
 LR_GRID = (5e-4, 1.5e-3, 4e-3)
-TV_GRID = (0.05, 0.1, 0.2)  # skimage's Chambolle weight
-BM3D_GRID = (1.0, 1.4, 2.0)  # multiplier of the true noise level given to BM3D
-PNP_SIGMA_GRID = (0.005, 0.02, 0.08)  # the networks' noise-level input inside PnP
+TV_GRID = (0.03, 0.08, 0.2)  # skimage's Chambolle weight
+BM3D_GRID = (0.8, 1.2, 1.8)  # multiplier of the true noise level given to BM3D
+PNP_SIGMA_GRID = (0.01, 0.03, 0.09)  # the networks' noise-level input inside PnP
 PNP_TV_GRID = (0.002, 0.006, 0.02)  # TV weight lambda in PnP (prox of gamma * lambda * TV)
 JAC_WEIGHT, JAC_EPS = 1e-2, 0.05  # Pesquet et al.'s penalty mu * max(||J||^2, 1 - eps)
 
 
 def _crops(img: np.ndarray, size: int, n: int) -> list[np.ndarray]:
-    """``n`` non-overlapping ``size`` crops spread over the image (a grid, row-major)."""
+    """``n`` crops centred in the cells of a grid over the image (row-major).
+
+    Centred cells, not corners: corners are often flat background (sky), which would
+    make tuning favour heavy smoothing.
+    """
     h, w = img.shape
     rows = max(1, math.floor(math.sqrt(n * h / w)))
     cols = math.ceil(n / rows)
-    ys = np.linspace(0, h - size, rows).astype(int)
-    xs = np.linspace(0, w - size, cols).astype(int)
+    ys = [min(max(0, round((i + 0.5) * h / rows - size / 2)), h - size) for i in range(rows)]
+    xs = [min(max(0, round((j + 0.5) * w / cols - size / 2)), w - size) for j in range(cols)]
     return [img[y : y + size, x : x + size] for y in ys for x in xs][:n]
 
 
@@ -217,7 +221,7 @@ def _run(ctx: RunContext) -> Result:
     patch = ctx.pick(24, 28, 40)
     crop = ctx.pick(32, 64, 128)
     per_test_image = ctx.pick(2, 6, 12)
-    per_val_image = ctx.pick(2, 2, 6)
+    per_val_image = ctx.pick(2, 3, 6)
     pnp_iters = ctx.pick(8, 40, 200)
     search_steps = ctx.pick(10, 60, 300)
     search_starts = ctx.pick(2, 4, 16)
