@@ -21,6 +21,8 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from icml26_core.validation import check_float, check_int
 from torch import nn
@@ -125,7 +127,7 @@ def jacobian_penalty(
     max_iter: int = 5,
     eps: float = 0.05,
     points: int | None = 2,
-) -> callable:
+) -> Callable[..., torch.Tensor]:
     """The penalty ``max(||J_D(x~)||^2, 1 - eps)`` of Pesquet et al. (2021), as a training hook.
 
     ``x~`` is a random convex combination of the clean and the noisy patches (their
