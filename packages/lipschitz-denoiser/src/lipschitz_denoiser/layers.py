@@ -290,6 +290,7 @@ class PermutationConv2d(nn.Module):
         # persistent power-iteration vectors, one per frequency (real and imaginary parts)
         self.register_buffer("_u", torch.randn(n_freq, small, 2), persistent=False)
         self._fresh = True  # run a few power steps before the first estimate
+        self._wcache: tuple[tuple, torch.Tensor] | None = None
         self._idx: int | None = None
         self._steps = 0
         self.refresh = 8  # training mode: re-track the maximising frequency every 8 forwards
@@ -312,11 +313,11 @@ class PermutationConv2d(nn.Module):
                 # extra outputs copy inputs with a sign flip, so MaxMin sees +-x pairs
                 extra = torch.arange(n, self.out_channels)
                 self.weight[extra, extra % self.in_channels, c, c] -= 1.0
-        self._exact, self._idx, self._fresh = None, None, True
+        self._exact, self._idx, self._fresh, self._wcache = None, None, True, None
 
     def _load_from_state_dict(self, *args, **kwargs):
         super()._load_from_state_dict(*args, **kwargs)
-        self._exact, self._idx, self._fresh = None, None, True
+        self._exact, self._idx, self._fresh, self._wcache = None, None, True, None
 
     # -- the bound B ---------------------------------------------------------------------
     def _sigma_at(self, w64: torch.Tensor, idx: int) -> torch.Tensor:
@@ -405,9 +406,19 @@ class PermutationConv2d(nn.Module):
             return schur_bound(w)
         return torch.tensor(torus_norm_bound(w, self.grid), dtype=torch.float64)
 
+    def _applied_weight(self, dtype: torch.dtype) -> torch.Tensor:
+        """The normalised weight; without gradients it is cached per weight version."""
+        if torch.compiler.is_compiling() or (torch.is_grad_enabled() and self.weight.requires_grad):
+            return self.normalized_weight(dtype)
+        w = self.weight
+        key = (w._version, w.data_ptr(), w.device, dtype, self.training)
+        if self._wcache is None or self._wcache[0] != key:
+            self._wcache = (key, self.normalized_weight(dtype).detach())
+        return self._wcache[1]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Apply the normalised circular convolution."""
-        weight = self.normalized_weight(_compute_dtype(x, self.weight))
+        weight = self._applied_weight(_compute_dtype(x, self.weight))
         p = self.kernel_size // 2
         if p:
             x = F.pad(x, (p, p, p, p), mode="circular")
