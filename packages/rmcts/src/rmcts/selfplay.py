@@ -95,6 +95,40 @@ class SelfPlayConfig:
         check_float("weight_decay", self.weight_decay, low=0.0)
 
 
+class _Adam:
+    """Adam with L2 weight decay, the update of ``torch.optim.Adam`` (defaults betas, eps).
+
+    A few lines instead of ``torch.optim.Adam`` because building any ``torch.optim``
+    optimizer imports ``torch._dynamo`` (torch 2.15), which costs about 20 s of CPU on a
+    busy 2-core machine: more than a smoke-scale training run. A slow test checks that
+    both give the same parameters.
+    """
+
+    def __init__(self, params: list[torch.nn.Parameter], lr: float, weight_decay: float,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
+        self.params, self.lr, self.weight_decay = params, lr, weight_decay
+        self.betas, self.eps, self.t = betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2 = self.betas
+        for p, m, v in zip(self.params, self.m, self.v, strict=True):
+            if p.grad is None:
+                continue
+            g = p.grad.add(p, alpha=self.weight_decay) if self.weight_decay else p.grad
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v / (1 - b2**self.t)).sqrt_().add_(self.eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))
+
+
 def _play_games(
     game: Any, search: Any, cfg: SelfPlayConfig, rng: np.random.Generator, count: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -167,7 +201,7 @@ def train_selfplay(
     num_actions = game.num_distinct_actions()
     dev = torch.device(device)
     net = PolicyValueNet(obs_size, num_actions, cfg.hidden, cfg.layers).to(dev)
-    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = _Adam(list(net.parameters()), lr=cfg.lr, weight_decay=cfg.weight_decay)
     evaluator = NetworkEvaluator(net, device)
     search_cls = RMCTS if cfg.search == "rmcts" else MCTS
     search = search_cls(

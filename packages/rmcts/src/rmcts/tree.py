@@ -256,10 +256,10 @@ class EvaluationCounter:
                     f"evaluate returned NaN or inf logits on legal actions {bad} of state #{i} "
                     "of the batch (illegal entries may be anything, e.g. -inf)"
                 )
-            v = values[i]
+            v = float(values[i])
             if not np.isfinite(v) or abs(v) > 1.0 + VALUE_TOLERANCE:
                 raise ValueError(
-                    f"evaluate returned value {v!r} for state #{i} of the batch; values must "
+                    f"evaluate returned value {v} for state #{i} of the batch; values must "
                     "be finite and in [-1, 1], for the player to move (scale your value head)"
                 )
         self.batch_sizes.append(len(nodes))
