@@ -130,7 +130,7 @@ def test_evaluator_output_checks(ttt):
     nan_legal[0] = np.nan
     with pytest.raises(ValueError, match=r"legal actions \[0\]"):
         RMCTS(_Evaluator(nan_legal, 0.0)).search(s)
-    with pytest.raises(ValueError, match="value 5.0"):
+    with pytest.raises(ValueError, match=r"value 5\.0"):
         MCTS(_Evaluator(np.zeros(9), 5.0)).search(s)
     with pytest.raises(ValueError, match="in \\[-1, 1\\]"):
         RMCTS(_Evaluator(np.zeros(9), -1.01)).search(s)

@@ -29,6 +29,9 @@ from rmcts.search import MCTS, RMCTS
 
 __all__ = ["SelfPlayConfig", "load_or_train", "train_selfplay"]
 
+_TRAINER_VERSION = 2
+"""Part of the cache key: 2 plays the games in lockstep (batched roots)."""
+
 
 @dataclass(frozen=True)
 class SelfPlayConfig:
@@ -289,7 +292,9 @@ def load_or_train(
         raise TypeError(f"game must be a game name (str) for caching, got {type(game).__name__}")
     cfg = config if config is not None else SelfPlayConfig()
     key = json.dumps(
-        {"game": game, "torch": torch.__version__.split("+")[0], **asdict(cfg)}, sort_keys=True
+        {"game": game, "torch": torch.__version__.split("+")[0], "trainer": _TRAINER_VERSION,
+         **asdict(cfg)},
+        sort_keys=True,
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     safe = "".join(ch if ch.isalnum() else "_" for ch in game)
