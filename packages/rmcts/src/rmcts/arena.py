@@ -133,6 +133,8 @@ class MatchResult:
         outcomes: ``a``'s score in each game, in the order of the openings (``a`` first,
             then ``a`` second, per opening).
         move_seconds: Wall time of every move of ``a`` and of ``b``.
+        game_seconds: Per game, the median time per move of ``a`` and of ``b`` (NaN for a
+            side that did not move), for comparisons paired by game.
     """
 
     games: int
@@ -146,6 +148,7 @@ class MatchResult:
     evaluations_per_move: tuple[float, float]
     outcomes: list[float] = field(default_factory=list)
     move_seconds: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
+    game_seconds: list[tuple[float, float]] = field(default_factory=list)
 
 
 def random_openings(game: Any, count: int, plies: int, rng: np.random.Generator) -> list[list[int]]:
@@ -275,4 +278,9 @@ def play_match(
         evaluations_per_move=(float(np.mean(evals[0])), float(np.mean(evals[1]))),
         outcomes=outcomes,
         move_seconds=times,
+        game_seconds=[(_median(g[1]), _median(g[2])) for g in per_game],
     )
+
+
+def _median(x: list[float]) -> float:
+    return float(np.median(x)) if x else float("nan")
