@@ -4,8 +4,8 @@ Each iteration plays ``games_per_iteration`` games against itself with a search 
 by default, since it is the fast one; MCTS-UCB on request), all games in lockstep through
 the search's batched roots (one evaluator call per step for every game), with Dirichlet
 noise at the root and moves sampled from the root policy for the first ``sample_moves``
-plies, then fits the network to the
-root policies (cross-entropy) and the final outcomes (squared error) of a replay buffer.
+plies, then fits the network to the root policies (cross-entropy) and the final outcomes
+(squared error) of a replay buffer.
 """
 
 from __future__ import annotations
