@@ -180,3 +180,22 @@ def test_play_match_in_workers_equals_sequential(ttt, exact):
 def test_play_match_with_chance_and_random_floor(two_dice, fixed):
     m = play_match(two_dice, RMCTS(fixed(2), simulations=11), RandomPlayer(0), [[]], seed=1)
     assert m.games == 2 and m.wins + m.draws + m.losses == 2
+
+
+@pytest.mark.slow
+def test_mctx_gumbel_muzero_baseline(ttt, exact):
+    from rmcts.mctx_baseline import MctxGumbelMuZero
+
+    s = ttt.new_initial_state()
+    for a in (0, 3, 1, 4):
+        s.apply_action(a)  # X wins at 2
+    search = MctxGumbelMuZero(exact, simulations=24)
+    res = search.search(s)
+    assert res.action == 2 and res.q[2] == pytest.approx(1.0)
+    illegal = np.setdiff1d(np.arange(9), s.legal_actions())
+    assert np.all(res.policy[illegal] == 0) and res.policy.sum() == pytest.approx(1.0)
+    assert res.evaluations <= 25 and np.isnan(res.q[illegal]).all()
+    o = ttt.new_initial_state()
+    for a in (0, 4, 8):
+        o.apply_action(a)  # O must take an edge
+    assert search.search(o).action in (1, 3, 5, 7)

@@ -8,7 +8,8 @@
    matches from random 3-ply openings, both colours: RMCTS vs MCTS-UCB batched with a
    virtual loss at equal time (its budget calibrated on validation positions) and at
    equal evaluations; both against open_spiel's C++ ``MCTSBot`` with random rollouts
-   (paired over openings); the floors: the network's policy alone and a random player.
+   (paired over openings); mctx's Gumbel MuZero policy with the same network at equal
+   evaluations; the floors: the network's policy alone and a random player.
 
 Constants fixed before the run: ``c = 1.25`` (AlphaZero's), batch 16, the budgets, the
 margins (:data:`SCORE_MARGIN`, :data:`RATE_MARGIN`) and the speed-up called "a small
@@ -48,6 +49,7 @@ TIME_SLACK = 1.1
 RMCTS_NAME = f"RMCTS (batch {BATCH})"
 MCTS1_NAME = "MCTS-UCB (batch 1)"
 MCTSB_NAME = f"MCTS-UCB (batch {BATCH}, virtual loss)"
+MCTX_NAME = "Gumbel MuZero (mctx)"
 PRIOR_NAME = "network policy (1 evaluation, no search)"
 RANDOM_NAME = "random move"
 
@@ -74,10 +76,19 @@ def _c4_config(ctx: RunContext) -> SelfPlayConfig:
     )
 
 
-def _init_worker() -> None:
+def _one_thread() -> None:
+    """One intra-op thread for torch and XLA (tiny networks; set before jax is imported)."""
+    import os
+
     import torch
 
-    torch.set_num_threads(1)  # tiny networks: one intra-op thread per worker process
+    torch.set_num_threads(1)
+    os.environ.setdefault(
+        "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+
+def _init_worker() -> None:
+    _one_thread()
 
 
 def _searcher(name: str, evaluator: Any, n: int) -> Any:
@@ -282,6 +293,14 @@ def _connect_four(
                                     warmup=1, names=("RMCTS", name))
     n_b, eq_comp = _equal_time_budget(lambda k: _searcher(MCTSB_NAME, ev, k), rm, n, val,
                                       repeats=repeats)
+    gumbel = None
+    if ctx.scale != "smoke":  # jax's compile time would take most of the smoke budget
+        from rmcts.mctx_baseline import MctxGumbelMuZero
+
+        gumbel = MctxGumbelMuZero(ev, simulations=n - 1, seed=ctx.seed)  # + the root: n
+        # about 15x slower per search than RMCTS here (a host callback per simulation)
+        speed[MCTX_NAME] = compare_times(run(rm), run(gumbel), repeats=ctx.pick(3, 5, 9),
+                                         warmup=1, names=("RMCTS", MCTX_NAME))
     speed_table = Table(
         title=(f"Connect four, time per search on {len(val)} validation positions, "
                f"{repeats} interleaved rounds"),
@@ -293,6 +312,8 @@ def _connect_four(
     )
     rows = [(MCTSB_NAME, n, speed[MCTSB_NAME]), (MCTS1_NAME, n, speed[MCTS1_NAME]),
             (f"{MCTSB_NAME}, equal time", n_b, eq_comp)]
+    if gumbel is not None:
+        rows.append((MCTX_NAME, n, speed[MCTX_NAME]))
     for label, nb, comp in rows:
         s = comp.speedup()
         speed_table.add_row(**{
@@ -307,6 +328,7 @@ def _connect_four(
     openings = random_openings(game, n_open, 3, ctx.rng(2))
     ref_openings = openings[: ctx.pick(2, 50, 100)]
     floor_openings = openings[: ctx.pick(1, 30, 50)]
+    mctx_openings = openings[: ctx.pick(1, 20, 50)]
     table = Table(
         title=(f"Connect four, self-play network, matches from random 3-ply openings, "
                f"both colours (RMCTS at {n} evaluations per move)"),
@@ -330,6 +352,8 @@ def _connect_four(
          ref_openings),
         ("floor policy", f"{RMCTS_NAME} vs {PRIOR_NAME}", rm, RMCTS(ev, simulations=1), n, 1,
          floor_openings),
+        *([("mctx", f"{RMCTS_NAME} vs {MCTX_NAME}, equal evaluations", rm, gumbel, n, n,
+            mctx_openings)] if gumbel is not None else []),
         ("floor policy MCTS", f"{MCTSB_NAME} vs {PRIOR_NAME}", mb, RMCTS(ev, simulations=1),
          n_b, 1, floor_openings),
         ("floor random", f"{RMCTS_NAME} vs {RANDOM_NAME}", rm, RandomPlayer(ctx.seed), n, 0,
@@ -337,7 +361,9 @@ def _connect_four(
     ]
     results: dict[str, dict] = {}
     for kind, label, a, b, na, nb, ops in ctx.progress(jobs, "connect four matches"):
-        m = play_match(game, a, b, ops, executor=executor, seed=ctx.seed)
+        # mctx compiles its search once per process: one chunk of games per worker
+        chunks = 2 if kind == "mctx" else None
+        m = play_match(game, a, b, ops, executor=executor, seed=ctx.seed, chunks=chunks)
         results[kind] = _match_row(table, label, na, nb, m)
 
     et, ee = results["equal time"], results["equal evaluations"]
@@ -402,12 +428,18 @@ def _connect_four(
     floor = score_claim(
         "RMCTS's search is stronger than its network's policy alone (the floor: one "
         "evaluation, no search).", results["floor policy"], 0.5)
+    extra = []
+    if "mctx" in results:
+        extra.append(score_claim(
+            f"At equal evaluations ({n} per move) RMCTS is as strong as mctx's Gumbel MuZero "
+            f"policy with the same network (margin {SCORE_MARGIN}).", results["mctx"],
+            0.5 - SCORE_MARGIN))
     rows_data = {k: v for k, v in results.items()}
     data = {"budget": n, "equal_time_budget": n_b, "bot_simulations": bot_sims,
             "matches": rows_data,
             "speed": {k: {"times_a": list(c.times_a), "times_b": list(c.times_b)}
                       for k, c in speed.items()}}
-    return [speed_table, table], [head, equal_time, sequential, reference, floor], data
+    return [speed_table, table], [head, equal_time, sequential, reference, floor, *extra], data
 
 
 # ---------------------------------------------------------------- run
@@ -443,6 +475,7 @@ def run(ctx: RunContext) -> Result:
     """Train (or load cached) networks, measure policy quality, time and play the matches."""
     # Tiny networks on small batches: one thread avoids OpenMP spin contention.
     with torch_threads(1):
+        _one_thread()
         return _run(ctx)
 
 
@@ -480,10 +513,9 @@ def _run(ctx: RunContext) -> Result:
         "turn there, so machine load slows both alike; the searches are deterministic, so the "
         "outcomes do not depend on the number of processes."
     )
-    c4_head, c4_time, c4_seq, c4_ref, c4_floor = c4_claims
     return Result(
         tables=[*c4_tables, *ttt_tables],
-        claims=[c4_head, c4_time, c4_seq, c4_ref, c4_floor, *ttt_claims],
+        claims=[*c4_claims, *ttt_claims],
         notes=notes,
         data={
             "tic_tac_toe": ttt_data,
