@@ -21,6 +21,7 @@ from rmcts.arena import (
 from rmcts.bot import SearchBot
 from rmcts.evaluators import Evaluator, NetworkEvaluator, PolicyValueNet, RolloutEvaluator
 from rmcts.games import check_game, check_state, encode_states, legal_mask, load_game
+from rmcts.mctx_baseline import MctxGumbelMuZero
 from rmcts.posterior import lambda_n, pi_bar, regularized_policy
 from rmcts.search import MCTS, RMCTS, backup
 from rmcts.selfplay import SelfPlayConfig, load_or_train, train_selfplay
@@ -38,6 +39,7 @@ __all__ = [
     "Evaluator",
     "ExactEvaluator",
     "MatchResult",
+    "MctxGumbelMuZero",
     "MinimaxSolver",
     "NetworkEvaluator",
     "Node",
