@@ -26,7 +26,11 @@ def ttt():
 
 def test_load_game_checks_what_searches_need():
     assert load_game("connect_four").num_distinct_actions() == 7
-    with pytest.raises(ValueError, match="chance mode"):
+    with pytest.raises(ValueError, match="information IMPERFECT_INFORMATION"):
+        load_game("kuhn_poker")
+    with pytest.raises(ValueError, match="dynamics SIMULTANEOUS"):
+        load_game("matrix_rps")
+    with pytest.raises(ValueError, match=r"utilities in \[-2, 2\]"):
         load_game("kuhn_poker")
     with pytest.raises(TypeError, match="game"):
         load_game(42)
@@ -148,3 +152,24 @@ def test_experiment_smoke(tmp_path, monkeypatch):
     result = check_experiment("rmcts", tmp_path / "out")
     assert {t.title.split(",")[0] for t in result.tables} == {"Tic-tac-toe", "Connect four"}
     assert result.figures == ["rmcts.png"]
+
+
+@pytest.mark.slow
+def test_trainer_adam_matches_torch_adam():
+    from rmcts.selfplay import _Adam
+
+    torch.manual_seed(0)
+    a, b = PolicyValueNet(27, 9, hidden=16, layers=1), PolicyValueNet(27, 9, hidden=16, layers=1)
+    b.load_state_dict(a.state_dict())
+    ours = _Adam(list(a.parameters()), lr=2e-3, weight_decay=1e-4)
+    ref = torch.optim.Adam(b.parameters(), lr=2e-3, weight_decay=1e-4)
+    x = torch.randn(32, 27)
+    for _ in range(20):
+        for net, opt in ((a, ours), (b, ref)):
+            logits, values = net(x)
+            loss = logits.square().mean() + values.square().mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6)

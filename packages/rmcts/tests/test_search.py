@@ -151,7 +151,7 @@ def test_bad_input(ttt):
         def evaluate(self, states):
             return np.zeros((len(states), 9)), np.full(len(states), np.nan)
 
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="value nan"):
         MCTS(NaNEvaluator()).search(ttt.new_initial_state())
 
     class NarrowEvaluator:
