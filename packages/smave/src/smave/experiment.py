@@ -147,53 +147,75 @@ def _cost(ctx: RunContext) -> tuple[Table, dict]:
     p = ctx.pick(10, 20, 20)
     ns = ctx.pick([200, 400], [1000, 2000, 4000], [1000, 2000, 5000, 10000, 20000])
     n_seeds = ctx.pick(2, 5, 10)
+    ladder = ctx.pick((400,), (400, 800, 1600), (400, 800, 1600, 3200, 6400))
     table = Table(
         title=f"Cost at equal accuracy: single-index model, p={p}, {n_seeds} seeds per n; "
-        "SMAVE (default budget, growing with n) and RMAVE timed interleaved",
+        "SMAVE and RMAVE timed interleaved",
         columns=["n", "seeds", "SMAVE steps", "SMAVE s", "RMAVE s", "speed-up",
-                 "SMAVE dist", "RMAVE dist", "start only dist", "SMAVE / RMAVE dist"],
-        note="speed-up: median(RMAVE s) / median(SMAVE s) over interleaved rounds (one round "
-        "per seed, order alternating); 'start only' is the floor (SMAVE's start, no step).",
+                 "SMAVE dist", "RMAVE dist", "start only dist", "SMAVE / RMAVE dist",
+                 "reached", "steps to reach", "s to reach", "speed-up at reach"],
+        note="SMAVE steps/s/dist: its default budget (max_iter='auto'). At the largest n SMAVE "
+        f"is also run with {', '.join(map(str, ladder))} steps, and 'to reach' is the "
+        f"smallest budget whose distance is within {MATCH_MARGIN:.0%} of RMAVE's on that "
+        "seed (median over the seeds that reached). speed-up: median(RMAVE s) / median(SMAVE "
+        "s) over interleaved rounds (one round per seed, order alternating); 'start only' is "
+        "the floor (SMAVE's start, no step).",
     )
     out: dict[str, dict] = {}
     warm = make_index_model("single", 200, p, ctx.rng(80_000))
     for i, n in enumerate(ctx.progress(ns, "cost vs n")):
         data = [make_index_model("single", n, p, ctx.rng(90_000 + 100 * i + s))
                 for s in range(n_seeds)]
+        budgets = ["auto", *(ladder if n == ns[-1] else ())]
         fits: dict[str, list] = {"SMAVE": [], "RMAVE": []}
         queue = {"SMAVE": [warm, *data], "RMAVE": [warm, *data]}
 
-        def runner(name: str, queue=queue, fits=fits) -> Callable[[], None]:
-            def call() -> None:
-                X, y, _ = queue[name].pop(0)
-                est = (SMAVE(1, random_state=ctx.seed) if name == "SMAVE" else RMAVE(1))
-                est.fit(X, y)
-                fits[name].append(est)
-            return call
+        def smave_round(queue=queue, fits=fits, budgets=budgets) -> None:
+            X, y, B0 = queue["SMAVE"].pop(0)
+            runs = []
+            for T in budgets:
+                est = SMAVE(1, max_iter=T, random_state=ctx.seed)
+                secs = _timed_fit(est, X, y)
+                runs.append((est.n_iter_, secs, subspace_distance(est.components_, B0)))
+            fits["SMAVE"].append(runs)
 
-        cmp = compare_times(runner("SMAVE"), runner("RMAVE"), repeats=n_seeds, warmup=1,
+        def rmave_round(queue=queue, fits=fits) -> None:
+            X, y, B0 = queue["RMAVE"].pop(0)
+            est = RMAVE(1).fit(X, y)
+            fits["RMAVE"].append(subspace_distance(est.components_, B0))
+
+        cmp = compare_times(smave_round, rmave_round, repeats=n_seeds, warmup=1,
                             names=("SMAVE", "RMAVE"))
-        smave_fits, rmave_fits = fits["SMAVE"][1:], fits["RMAVE"][1:]
-        ds = [subspace_distance(e.components_, B0) for e, (_, _, B0) in zip(smave_fits, data,
-                                                                           strict=True)]
-        dr = [subspace_distance(e.components_, B0) for e, (_, _, B0) in zip(rmave_fits, data,
-                                                                           strict=True)]
+        runs, dr = fits["SMAVE"][1:], fits["RMAVE"][1:]
+        t_smave = [r[0][1] for r in runs]
+        ds = [r[0][2] for r in runs]
+        reach = [next(((T, t) for T, t, dd in r if dd <= (1 + MATCH_MARGIN) * d_r), None)
+                 for r, d_r in zip(runs, dr, strict=True)]
         d_start = [subspace_distance(StartOnly(1, random_state=ctx.seed).fit(X, y).components_,
                                      B0) for X, y, B0 in data]
         ratio = np.asarray(ds) / np.asarray(dr)
-        table.add_row(
-            n=n, seeds=n_seeds, **{
-                "SMAVE steps": smave_fits[0].n_iter_,
-                "SMAVE s": cmp.median_a, "RMAVE s": cmp.median_b,
-                "speed-up": cmp.median_b / cmp.median_a,
-                "SMAVE dist": float(np.mean(ds)), "RMAVE dist": float(np.mean(dr)),
-                "start only dist": float(np.mean(d_start)),
-                "SMAVE / RMAVE dist": float(np.exp(np.mean(np.log(ratio)))),
-            },
+        t_rmave = list(cmp.times_b)
+        row = dict(n=n, seeds=n_seeds, **{
+            "SMAVE steps": runs[0][0][0], "SMAVE s": float(np.median(t_smave)),
+            "RMAVE s": float(np.median(t_rmave)),
+            "speed-up": float(np.median(t_rmave) / np.median(t_smave)),
+            "SMAVE dist": float(np.mean(ds)), "RMAVE dist": float(np.mean(dr)),
+            "start only dist": float(np.mean(d_start)),
+            "SMAVE / RMAVE dist": float(np.exp(np.mean(np.log(ratio)))),
+            "reached": sum(r is not None for r in reach),
+        })
+        got = [r for r in reach if r is not None]
+        if got:
+            row["steps to reach"] = float(np.median([T for T, _ in got]))
+            row["s to reach"] = float(np.median([t for _, t in got]))
+            row["speed-up at reach"] = float(np.median(t_rmave) / row["s to reach"])
+        table.add_row(**row)
+        out[str(n)] = dict(
+            n=n, times_smave=t_smave, times_rmave=t_rmave, dist_smave=ds, dist_rmave=dr,
+            dist_start=d_start, steps=runs[0][0][0], ladder=[list(map(list, r)) for r in runs],
+            reach_steps=[None if r is None else r[0] for r in reach],
+            reach_s=[None if r is None else r[1] for r in reach],
         )
-        out[str(n)] = dict(n=n, times_smave=list(cmp.times_a), times_rmave=list(cmp.times_b),
-                           dist_smave=ds, dist_rmave=dr, dist_start=d_start,
-                           steps=smave_fits[0].n_iter_)
     return table, {"p": p, "by_n": out}
 
 
@@ -377,23 +399,29 @@ def _claims(ctx: RunContext, synth: dict, cost: dict, per_item: dict) -> list[Cl
     ))
     last = list(cost["by_n"].values())[-1]
     n_big = last["n"]
+    reached = [t for t in last["reach_s"] if t is not None]
+    paired = [(t, tr) for t, tr in zip(last["reach_s"], last["times_rmave"], strict=True)
+              if t is not None]
     claims.append(Claim.all_of(
         "SMAVE reaches RMAVE's accuracy at orders of magnitude lower runtime",
         [
-            Claim.non_inferior(
-                f"n={n_big}: SMAVE at its default budget matches RMAVE's accuracy",
-                last["dist_smave"], last["dist_rmave"], margin=MATCH_MARGIN, log_ratio=True,
-                names=("SMAVE", "RMAVE"), higher_is_better=False,
-                metric=f"subspace distance, single-index, p={cost['p']}, paired over seeds",
+            Claim.check(
+                f"n={n_big}: SMAVE reaches RMAVE's accuracy on every seed",
+                f"on every seed, some budget of the ladder gives a distance within "
+                f"{MATCH_MARGIN:.0%} of RMAVE's",
+                {"seeds reached": len(reached), "seeds": len(last["reach_s"])},
+                lambda v: v["seeds reached"] == v["seeds"],
             ),
             Claim.faster(
-                f"n={n_big}: SMAVE is at least {SPEEDUP:.0f} times faster than RMAVE",
-                last["times_smave"], last["times_rmave"], at_least=SPEEDUP,
+                f"n={n_big}: SMAVE at the budget that reaches RMAVE's accuracy is at least "
+                f"{SPEEDUP:.0f} times faster than RMAVE",
+                [t for t, _ in paired], [tr for _, tr in paired], at_least=SPEEDUP,
                 names=("SMAVE", "RMAVE"), paired=True,
             ),
         ],
-        rule=f"at the largest n run (n={n_big}): SMAVE's distance at most {MATCH_MARGIN:.0%} "
-        f"above RMAVE's and SMAVE at least {SPEEDUP:.0f}x faster (interleaved rounds)",
+        rule=f"at the largest n run (n={n_big}): on every seed SMAVE reaches a distance within "
+        f"{MATCH_MARGIN:.0%} of RMAVE's, and at that budget it is at least {SPEEDUP:.0f}x "
+        "faster (interleaved rounds, ratio of medians)",
     ))
     return claims
 

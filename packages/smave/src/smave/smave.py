@@ -371,7 +371,7 @@ class SMAVE(SubspaceEstimator):
                 "smoothing is least reliable on such data: compare with RMAVE or jitter "
                 "the discrete columns.",
                 TiedNeighborsWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
         return B
 
