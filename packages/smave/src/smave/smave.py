@@ -110,8 +110,8 @@ class SMAVE(SubspaceEstimator):
 
     .. math::
         F(B) = \frac1m \sum_j \Big[\sum_{i \in N_j} w_{ij} (y_i - \bar y_j)^2
-               - \min_{a, b} \sum_{i \in N_j} w_{ij} (y_i - a - b^\top B^\top (z_i - z_j))^2
-               + \lambda_j |b|^2 \Big],
+               - \min_{a, b} \Big( \sum_{i \in N_j} w_{ij} (y_i - a - b^\top B^\top (z_i - z_j))^2
+               + \lambda_j |b|^2 \Big) \Big],
 
     whose Riemannian gradient is closed form (see :mod:`smave.criterion`):
     ``grad F = G - B sym(B^T G)`` with ``G = (2/m) sum_j sum_i w_ij r_ij (z_i - z_j) b_j^T``.
