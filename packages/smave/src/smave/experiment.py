@@ -147,7 +147,7 @@ def _cost(ctx: RunContext) -> tuple[Table, dict]:
     p = ctx.pick(10, 20, 20)
     ns = ctx.pick([200, 400], [1000, 2000, 4000], [1000, 2000, 5000, 10000, 20000])
     n_seeds = ctx.pick(2, 5, 10)
-    ladder = ctx.pick((400,), (400, 800, 1600), (400, 800, 1600, 3200, 6400))
+    ladder = ctx.pick((400,), (400, 800, 1600, 3200), (400, 800, 1600, 3200, 6400))
     table = Table(
         title=f"Cost at equal accuracy: single-index model, p={p}, {n_seeds} seeds per n; "
         "SMAVE and RMAVE timed interleaved",
@@ -400,8 +400,11 @@ def _claims(ctx: RunContext, synth: dict, cost: dict, per_item: dict) -> list[Cl
     last = list(cost["by_n"].values())[-1]
     n_big = last["n"]
     reached = [t for t in last["reach_s"] if t is not None]
-    paired = [(t, tr) for t, tr in zip(last["reach_s"], last["times_rmave"], strict=True)
-              if t is not None]
+    # a seed that never reached gets the time of its largest budget: a lower bound on its
+    # time to reach, so the speed-up can only be overstated, and the claim needs every
+    # seed to reach anyway
+    t_reach = [t if t is not None else r[-1][1]
+               for t, r in zip(last["reach_s"], last["ladder"], strict=True)]
     claims.append(Claim.all_of(
         "SMAVE reaches RMAVE's accuracy at orders of magnitude lower runtime",
         [
@@ -414,8 +417,9 @@ def _claims(ctx: RunContext, synth: dict, cost: dict, per_item: dict) -> list[Cl
             ),
             Claim.faster(
                 f"n={n_big}: SMAVE at the budget that reaches RMAVE's accuracy is at least "
-                f"{SPEEDUP:.0f} times faster than RMAVE",
-                [t for t, _ in paired], [tr for _, tr in paired], at_least=SPEEDUP,
+                f"{SPEEDUP:.0f} times faster than RMAVE (a seed that never reached counts "
+                "with the time of its largest budget)",
+                t_reach, last["times_rmave"], at_least=SPEEDUP,
                 names=("SMAVE", "RMAVE"), paired=True,
             ),
         ],
