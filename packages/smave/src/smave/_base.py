@@ -47,7 +47,7 @@ def orthonormal_rows(W: np.ndarray, Bz: np.ndarray) -> np.ndarray:
 def _check_target(y) -> np.ndarray:
     """``y`` as a float64 array, or a TypeError naming it if it is not numeric."""
     arr = np.asarray(y)
-    if arr.dtype.kind in "biuf":
+    if arr.dtype.kind in "biufc":  # complex: scikit-learn's validation rejects it
         return arr
     if arr.dtype.kind == "O":
         try:

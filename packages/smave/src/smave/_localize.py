@@ -145,13 +145,15 @@ def localize(
     degenerate = ~_spans(U, tol)
     radius = np.maximum(kth, h_floor)
     n_degenerate = 0
+    redraw = np.zeros(m, dtype=bool)
     for j in np.flatnonzero(degenerate):
         r = _spanning_radius(tree, P_pool, Pc[j], k, tol)
         if r is None:
             n_degenerate += 1
         else:
             radius[j] = max(radius[j], r)
-    wide = radius > kth * (1.0 + 1e-12) + tol
+            redraw[j] = True  # even at the same radius: the k nearest were one location
+    wide = redraw | (radius > kth * (1.0 + 1e-12) + tol)
     for j in np.flatnonzero(wide):
         ball = np.asarray(tree.query_ball_point(Pc[j], radius[j] * (1.0 + 1e-12) + tol))
         if ball.size > k:
