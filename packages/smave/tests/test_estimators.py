@@ -1,5 +1,6 @@
 """The estimators: scikit-learn conformance, recovery, baselines' algebra, bad input."""
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -279,7 +280,9 @@ def test_float32_is_preserved(rng, cls):
     ref = cls(random_state=0).fit(X, y)
     assert subspace_distance(est.components_, ref.components_) < 1e-4
     assert ref.transform(X).dtype == np.float64
-    assert cls(random_state=0).fit(X.astype(int), y).components_.dtype == np.float64
+    with warnings.catch_warnings():  # integer X of a Gaussian: some projected ties
+        warnings.simplefilter("ignore")
+        assert cls(random_state=0).fit(X.astype(int), y).components_.dtype == np.float64
 
 
 def test_object_y_of_numbers_is_accepted(rng):
@@ -326,10 +329,8 @@ def test_fully_tied_neighbourhoods_warn():
     levels = X[loc.neighbors, 0]
     assert np.all(levels.max(axis=1) > levels.min(axis=1))  # every fit spans two levels
     assert subspace_distance(est.components_, e0) < 0.05
-    # the same data from the default start: no tie is left by the end
+    # continuous data: no tie, no warning
     Xc, yc, _ = _single_index(rng, n=500)
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error", TiedNeighborsWarning)
         assert SMAVE(random_state=0).fit(Xc, yc).tied_fraction_ == 0.0
