@@ -66,12 +66,15 @@ def write(pkg: Path, summary: str | None) -> None:
     if extra:
         anchor = 'license = "MIT"\n'
         if anchor not in text:
-            raise RuntimeError(f"{path}: no `license = \"MIT\"` line to anchor the metadata")
+            raise RuntimeError(f'{path}: no `license = "MIT"` line to anchor the metadata')
         text = text.replace(anchor, anchor + "\n".join(extra) + "\n", 1)
     if "[tool.icml26]" not in text:
         if not summary:
             raise RuntimeError(f"{pkg.name}: give --summary for [tool.icml26]")
-        text = text.rstrip("\n") + f'\n\n[tool.icml26]\n# one line for the root README table\nsummary = "{summary}"\n'
+        text = (
+            text.rstrip("\n")
+            + f'\n\n[tool.icml26]\n# one line for the root README table\nsummary = "{summary}"\n'
+        )
     tomllib.loads(text)  # still valid
     path.write_text(text)
     if not (pkg / "LICENSE").is_file():
@@ -97,8 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.write:
             write(ROOT / "packages" / name, args.summary)
     if args.check:
-        found = [m for d in sorted((ROOT / "packages").glob("*/pyproject.toml"))
-                 for m in problems(d.parent)]
+        found = [
+            m
+            for d in sorted((ROOT / "packages").glob("*/pyproject.toml"))
+            for m in problems(d.parent)
+        ]
         for m in found:
             print(m)
         return 1 if found else 0
