@@ -110,6 +110,19 @@ def _steps_in_branch(x0: float, M: int, a: float, u: float, s: float) -> int:
     return T
 
 
+def geometric_tables(n: int, step: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """(r^t, sum_{i<t} r^i) for t = 0..n with r = 1 - step alpha: m lazy L2 steps in O(1).
+
+    x after m steps of x <- r x - u is r^m x - u sum_{i<m} r^i; within an epoch m <= n.
+    """
+    t = np.arange(n + 1, dtype=np.float64)
+    a = step * alpha
+    if a == 0.0:
+        return np.ones(n + 1), t
+    lg = np.log1p(-a)
+    return np.exp(t * lg), -np.expm1(t * lg) / a
+
+
 @numba.njit(cache=True)
 def lazy_steps(x: float, m: int, a: float, q: float, b: float) -> float:
     """M steps of x <- soft_threshold((1 - a) x - q, b), in O(1) for any m >= 0.
@@ -250,6 +263,8 @@ def csr_epoch(
     last: np.ndarray,
     maxgap: np.ndarray,
     flast: np.ndarray,
+    pw: np.ndarray,
+    geo: np.ndarray,
 ) -> None:
     """The steps of :func:`dense_epoch` on a CSR matrix, with just-in-time updates.
 
@@ -258,7 +273,8 @@ def csr_epoch(
     :func:`lazy_steps`, then stepped explicitly. Call :func:`csr_catch_up` at the end of
     an epoch to bring every feature up to date. Shapes as in :func:`dense_epoch`, with
     d = x.shape[0] - icpt and flast (d,) int64; ``data``, ``indices``, ``indptr`` are
-    the CSR arrays of X (n, d).
+    the CSR arrays of X (n, d); ``pw``, ``geo`` from :func:`geometric_tables` (every
+    feature is caught up at least once per epoch, so lags stay <= n).
     """
     n = indptr.shape[0] - 1
     d = x.shape[0] - (1 if icpt else 0)
@@ -276,7 +292,10 @@ def csr_epoch(
             c = indices[q]
             m = k - flast[c]
             if m > 0:
-                x[c] = lazy_steps(x[c], m, a, step * agg[c], thr)
+                if thr > 0.0:
+                    x[c] = lazy_steps(x[c], m, a, step * agg[c], thr)
+                else:
+                    x[c] = pw[m] * x[c] - step * agg[c] * geo[m]
                 flast[c] = k
             z += data[q] * x[c]
         zb[0] = z
@@ -409,6 +428,8 @@ def csr_epoch_multi(
     last: np.ndarray,
     maxgap: np.ndarray,
     flast: np.ndarray,
+    pw: np.ndarray,
+    geo: np.ndarray,
 ) -> None:
     """:func:`csr_epoch` for K outputs (the multinomial loss), in place.
 
@@ -439,7 +460,10 @@ def csr_epoch_multi(
             m = k - flast[c]
             if m > 0:
                 for kk in range(K):
-                    x[c, kk] = lazy_steps(x[c, kk], m, a, step * agg[c, kk], thr)
+                    if thr > 0.0:
+                        x[c, kk] = lazy_steps(x[c, kk], m, a, step * agg[c, kk], thr)
+                    else:
+                        x[c, kk] = pw[m] * x[c, kk] - step * agg[c, kk] * geo[m]
                 flast[c] = k
         for kk in range(K):
             z[kk] = x[d, kk] if icpt else 0.0
@@ -485,7 +509,7 @@ def csr_epoch_multi(
 @numba.njit(cache=True)
 def csr_catch_up(
     x: np.ndarray, agg: np.ndarray, flast: np.ndarray, k: int, step: float, alpha: float,
-    l1: float,
+    l1: float, pw: np.ndarray, geo: np.ndarray,
 ) -> None:
     """Bring every feature's coordinates up to step k (just-in-time updates), in place.
 
@@ -499,7 +523,10 @@ def csr_catch_up(
         m = k - flast[c]
         if m > 0:
             for kk in range(K):
-                x[c, kk] = lazy_steps(x[c, kk], m, a, step * agg[c, kk], thr)
+                if thr > 0.0:
+                    x[c, kk] = lazy_steps(x[c, kk], m, a, step * agg[c, kk], thr)
+                else:
+                    x[c, kk] = pw[m] * x[c, kk] - step * agg[c, kk] * geo[m]
             flast[c] = k
 
 

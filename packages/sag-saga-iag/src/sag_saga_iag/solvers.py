@@ -238,6 +238,7 @@ def solve(
         else:
             xk = x.reshape(P, K)  # a view: the kernels update x in place
         flast = np.zeros(problem.n_features, dtype=np.int64) if problem.sparse else None
+        tables = _kernels.geometric_tables(n, gamma, problem.alpha) if problem.sparse else None
     else:
         table = np.stack([problem.grad_i(x, i) for i in range(n)])
         agg = table.mean(axis=0)
@@ -289,7 +290,8 @@ def solve(
         t0 = time.perf_counter()
         k0 = (epoch - 1) * n
         if linear:
-            _linear_epoch(problem, xk, table, agg, idx, gamma, method_id, k0, last, maxgap, flast)
+            _linear_epoch(problem, xk, table, agg, idx, gamma, method_id, k0, last, maxgap, flast,
+                          tables)
             _check_finite(x, method, epoch, gamma)
             # resum the average once per epoch so rounding does not drift over long runs
             with np.errstate(over="ignore", invalid="ignore"):
@@ -351,6 +353,7 @@ def _linear_epoch(
     last: np.ndarray,
     maxgap: np.ndarray,
     flast: np.ndarray | None,
+    tables: tuple[np.ndarray, np.ndarray] | None,
 ) -> None:
     """One epoch of the compiled fast path (dense or CSR, one or K outputs), in place."""
     loss = _kernels.LOSS_IDS[problem.loss]
@@ -361,11 +364,11 @@ def _linear_epoch(
         kern = _kernels.csr_epoch if K == 1 else _kernels.csr_epoch_multi
         kern(X.data, X.indices, X.indptr, problem.y, problem.sample_weight, xk, table, agg,
              idx, gamma, problem.alpha, problem.l1, icpt, loss, method_id, k0, last, maxgap,
-             flast)
+             flast, *tables)
         x2 = xk[:, None] if K == 1 else xk
         a2 = agg[:, None] if K == 1 else agg
         _kernels.csr_catch_up(x2, a2, flast, k0 + idx.shape[0], gamma, problem.alpha,
-                              problem.l1)
+                              problem.l1, *tables)
     else:
         kern = _kernels.dense_epoch if K == 1 else _kernels.dense_epoch_multi
         kern(problem.X, problem.y, problem.sample_weight, xk, table, agg, idx, gamma,
