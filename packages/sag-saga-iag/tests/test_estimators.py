@@ -18,7 +18,6 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-
 ESTIMATORS = (
     SAGLogisticRegression,
     SAGALogisticRegression,

@@ -10,15 +10,16 @@ import pytest
 import scipy.sparse as sp
 from sag_saga_iag import (
     LinearModelProblem,
-    Sampler,
     SAGALogisticRegression,
     SAGARidge,
     SAGLogisticRegression,
     SAGRidge,
+    Sampler,
     reference_optimum,
     solve,
 )
 from sag_saga_iag._kernels import lazy_steps
+from sag_saga_iag.experiment import sklearn_l1_kw
 from scipy.optimize import minimize
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.exceptions import ConvergenceWarning
@@ -189,8 +190,8 @@ def test_l1_and_elastic_net_reach_the_optimum_and_sklearn_saga(l1_ratio, cancer)
     got = np.append(ours.coef_.ravel(), ours.intercept_)
     np.testing.assert_allclose(got, ref, atol=1e-6)
     assert np.sum(ours.coef_ == 0) > 0  # the prox makes exact zeros
-    sk = LogisticRegression(C=C, l1_ratio=l1_ratio, solver="saga", tol=1e-12, max_iter=30000,
-                            random_state=0).fit(X, y)
+    sk = LogisticRegression(C=C, solver="saga", tol=1e-12, max_iter=30000, random_state=0,
+                            **sklearn_l1_kw(l1_ratio)).fit(X, y)
     np.testing.assert_allclose(ours.coef_, sk.coef_, atol=1e-6)
 
 

@@ -381,21 +381,36 @@ def dense_epoch_multi(
         if gap > maxgap[0]:
             maxgap[0] = gap
         last[j] = k
-        for c in range(d):
-            ajc = X[j, c]
-            for kk in range(K):
-                xc = x[c, kk]
-                reg = alpha * xc
-                if nu != 0.0:
-                    reg += nu * 2.0 * xc / ((1.0 + xc * xc) * (1.0 + xc * xc))
-                if method == SAGA:
-                    dd = diff[kk] * ajc + agg[c, kk] + reg
-                    agg[c, kk] += dn[kk] * ajc
-                else:
-                    agg[c, kk] += dn[kk] * ajc
-                    dd = agg[c, kk] + reg
-                v = xc - step * dd
-                x[c, kk] = _soft(v, thr) if thr > 0.0 else v
+        if nu == 0.0 and thr == 0.0:  # the common case: multiply-adds only
+            if method == SAGA:
+                for c in range(d):
+                    ajc = X[j, c]
+                    for kk in range(K):
+                        xc = x[c, kk]
+                        dd = diff[kk] * ajc + agg[c, kk] + alpha * xc
+                        agg[c, kk] += dn[kk] * ajc
+                        x[c, kk] = xc - step * dd
+            else:
+                for c in range(d):
+                    ajc = X[j, c]
+                    for kk in range(K):
+                        agg[c, kk] += dn[kk] * ajc
+                        xc = x[c, kk]
+                        x[c, kk] = xc - step * (agg[c, kk] + alpha * xc)
+        else:
+            for c in range(d):
+                ajc = X[j, c]
+                for kk in range(K):
+                    xc = x[c, kk]
+                    reg = alpha * xc + nu * 2.0 * xc / ((1.0 + xc * xc) * (1.0 + xc * xc))
+                    if method == SAGA:
+                        dd = diff[kk] * ajc + agg[c, kk] + reg
+                        agg[c, kk] += dn[kk] * ajc
+                    else:
+                        agg[c, kk] += dn[kk] * ajc
+                        dd = agg[c, kk] + reg
+                    v = xc - step * dd
+                    x[c, kk] = _soft(v, thr) if thr > 0.0 else v
         if icpt:
             for kk in range(K):
                 if method == SAGA:

@@ -187,11 +187,23 @@ def run(ctx: RunContext) -> Result:
         sgd(specs[0].problem, n_epochs=1, random_state=0)
     curves: dict[str, Any] = {s.name: {"default": {}, "theory": {}, "n": s.problem.n}
                               for s in specs}
+    clock = [time.perf_counter()]
+
+    def lap(what: str) -> None:
+        now = time.perf_counter()
+        ctx.log(f"{what}: {now - clock[0]:.1f} s")
+        clock[0] = now
+
     conv = _default_steps(ctx, specs, seeds, curves)
+    lap("practical steps")
     bound_tab, iag_tab, slope_parts, bound_parts = _theory_steps(ctx, specs, seeds, curves)
+    lap("theory steps")
     nonconvex_tab, nonconvex_claim = _nonconvex(ctx, specs, seeds)
+    lap("non-convex")
     drop_tab, drop_claim = _dropin(ctx, seeds, notes)
+    lap("drop-in")
     torch_tab = _torch_batch(ctx, specs, notes)
+    lap("torch")
 
     claims = [
         Claim.all_of(
@@ -488,6 +500,20 @@ def _nonconvex(ctx: RunContext, specs: list[Spec], seeds: list[int]) -> tuple[Ta
     )
 
 
+def sklearn_l1_kw(l1_ratio: float) -> dict[str, Any]:
+    """LogisticRegression keywords for an l1 / elastic-net penalty on scikit-learn >= 1.6.
+
+    scikit-learn 1.8 reads ``l1_ratio`` alone (``penalty`` is deprecated); earlier releases
+    need ``penalty="elasticnet"`` beside it.
+    """
+    import sklearn
+
+    major, minor = (int(v) for v in sklearn.__version__.split(".")[:2])
+    if (major, minor) >= (1, 8):
+        return {"l1_ratio": l1_ratio}
+    return {"penalty": "elasticnet", "l1_ratio": l1_ratio}
+
+
 def _coef(est: Any) -> np.ndarray:
     coef = np.asarray(est.coef_, dtype=np.float64)
     icpt = np.atleast_1d(np.asarray(est.intercept_, dtype=np.float64))
@@ -532,6 +558,7 @@ def _dropin(ctx: RunContext, seeds: list[int], notes: list[str]) -> tuple[Table,
     Xm = StandardScaler().fit_transform(Xm)
     sw = np.random.default_rng(12345).integers(0, 4, size=len(yb)).astype(float)
     tol, big = 1e-10, 100_000
+    C_m = 0.001  # multinomial: strong enough that the unpenalized intercepts converge fast
 
     def nc(C: float) -> Any:
         return LogisticRegression(C=C, solver="newton-cholesky", tol=1e-12, max_iter=1000)
@@ -562,19 +589,19 @@ def _dropin(ctx: RunContext, seeds: list[int], notes: list[str]) -> tuple[Table,
         ("L1 (l1_ratio=1), SAGA", "breast_cancer",
          lambda s: SAGALogisticRegression(C=0.05, l1_ratio=1.0, tol=tol, max_iter=big,
                                           random_state=s),
-         LogisticRegression(C=0.05, l1_ratio=1.0, solver="saga", tol=1e-12, max_iter=big,
-                            random_state=0), None, (Xb, yb), {}, {}),
+         LogisticRegression(C=0.05, solver="saga", tol=1e-12, max_iter=big, random_state=0,
+                            **sklearn_l1_kw(1.0)), None, (Xb, yb), {}, {}),
         ("elastic net (0.5), SAGA", "breast_cancer",
          lambda s: SAGALogisticRegression(C=0.1, l1_ratio=0.5, tol=tol, max_iter=big,
                                           random_state=s),
-         LogisticRegression(C=0.1, l1_ratio=0.5, solver="saga", tol=1e-12, max_iter=big,
-                            random_state=0), None, (Xb, yb), {}, {}),
+         LogisticRegression(C=0.1, solver="saga", tol=1e-12, max_iter=big, random_state=0,
+                            **sklearn_l1_kw(0.5)), None, (Xb, yb), {}, {}),
         ("multinomial, SAGA", m_name,
-         lambda s: SAGALogisticRegression(C=0.01, tol=tol, max_iter=big, random_state=s),
-         nc(0.01), sk(0.01, "saga"), (Xm, ym), {}, {}),
+         lambda s: SAGALogisticRegression(C=C_m, tol=tol, max_iter=big, random_state=s),
+         nc(C_m), sk(C_m, "saga"), (Xm, ym), {}, {}),
         ("multinomial, SAG", m_name,
-         lambda s: SAGLogisticRegression(C=0.01, tol=tol, max_iter=big, random_state=s),
-         nc(0.01), sk(0.01, "sag"), (Xm, ym), {}, {}),
+         lambda s: SAGLogisticRegression(C=C_m, tol=tol, max_iter=big, random_state=s),
+         nc(C_m), sk(C_m, "sag"), (Xm, ym), {}, {}),
     ]
     try:
         Xs, ys, s_desc = _speeches(limit=ctx.pick(3000, None))
