@@ -35,11 +35,11 @@ _WEIGHT_CHECKS = {
 }
 
 
-# One classifier and one regressor in the default run (the six share their API code and
-# differ only in the update rule); max_iter=100 keeps the checks fast. All six, every
-# check, at a tight tol: test_sklearn_compatible_at_tight_tol (slow).
+# One estimator in the default run (the six share their API code and differ only in the
+# update rule or the loss); max_iter=100 keeps the checks fast. All six, every check, at a
+# tight tol: test_sklearn_compatible_at_tight_tol (slow).
 @parametrize_with_checks(
-    [SAGALogisticRegression(max_iter=100), SAGARidge(max_iter=100)],
+    [SAGALogisticRegression(max_iter=100)],
     expected_failed_checks=lambda est: _WEIGHT_CHECKS,
 )
 def test_sklearn_compatible(estimator, check):
