@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from icml26_core.validation import check_choice, check_float, check_int
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from sag_saga_iag import _kernels
 from sag_saga_iag.bounds import (
@@ -44,6 +44,14 @@ STEP_RULES = ("auto", "theory", "classical")
 """Named step sizes: see :func:`resolve_step_size`."""
 
 Callback = Callable[[int, np.ndarray, dict[str, float]], Any]
+
+_THREADS: list[ThreadpoolController] = []  # found once: a fresh lookup costs ~4 ms per call
+
+
+def _blas_controller() -> ThreadpoolController:
+    if not _THREADS:
+        _THREADS.append(ThreadpoolController())
+    return _THREADS[0]
 
 
 @dataclass
@@ -201,7 +209,7 @@ def solve(
     # One thread, like scikit-learn's sag: the per-epoch products (resummed average,
     # gradient mapping, objective) are small, and BLAS threads that wait on each other
     # cost more than they save (30x on a loaded 2-core machine).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _blas_controller().limit(limits=1, user_api="blas"):
         return _solve(problem, method, x0, step_size=step_size, n_epochs=n_epochs,
                       sampling=sampling, random_state=random_state, f_star=f_star, tol=tol,
                       callback=callback, delta=delta, record_objective=record_objective,
