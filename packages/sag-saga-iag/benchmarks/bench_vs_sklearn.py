@@ -44,8 +44,9 @@ def _data():
     X, y, _ = load_tabular("breast_cancer")
     out.append(("breast_cancer", "logistic", StandardScaler().fit_transform(X), y))
     X, y, _ = load_tabular("digits")
-    out.append(("digits (0-4 vs 5-9)", "logistic", StandardScaler().fit_transform(X),
-                (y >= 5).astype(int)))
+    out.append(
+        ("digits (0-4 vs 5-9)", "logistic", StandardScaler().fit_transform(X), (y >= 5).astype(int))
+    )
     for name in ("fair", "diamonds"):
         try:
             X, y, _ = load_tabular(name)
@@ -65,8 +66,7 @@ def _data():
 def _problem(task, X, y):
     n = X.shape[0]
     if task == "logistic":
-        return LinearModelProblem(X, np.where(y == 1, 1.0, -1.0), alpha=1.0 / n,
-                                  fit_intercept=True)
+        return LinearModelProblem(X, np.where(y == 1, 1.0, -1.0), alpha=1.0 / n, fit_intercept=True)
     return LinearModelProblem(X, y, loss="squared", alpha=1.0 / n, fit_intercept=True)
 
 
@@ -120,40 +120,76 @@ def main() -> None:
         f_star = reference_optimum(prob)[1]
         if task == "logistic":
             pairs = [
-                ("SAG", lambda E: SAGLogisticRegression(tol=0.0, max_iter=E, random_state=0),
-                 lambda E: LogisticRegression(solver="sag", tol=0.0, max_iter=E, random_state=0)),
-                ("SAGA", lambda E: SAGALogisticRegression(tol=0.0, max_iter=E, random_state=0),
-                 lambda E: LogisticRegression(solver="saga", tol=0.0, max_iter=E,
-                                              random_state=0)),
+                (
+                    "SAG",
+                    lambda E: SAGLogisticRegression(tol=0.0, max_iter=E, random_state=0),
+                    lambda E: LogisticRegression(solver="sag", tol=0.0, max_iter=E, random_state=0),
+                ),
+                (
+                    "SAGA",
+                    lambda E: SAGALogisticRegression(tol=0.0, max_iter=E, random_state=0),
+                    lambda E: LogisticRegression(
+                        solver="saga", tol=0.0, max_iter=E, random_state=0
+                    ),
+                ),
             ]
         else:
-            pairs = [("SAG", lambda E: SAGRidge(tol=0.0, max_iter=E, random_state=0),
-                      lambda E: Ridge(solver="sag", tol=0.0, max_iter=E, random_state=0))]
+            pairs = [
+                (
+                    "SAG",
+                    lambda E: SAGRidge(tol=0.0, max_iter=E, random_state=0),
+                    lambda E: Ridge(solver="sag", tol=0.0, max_iter=E, random_state=0),
+                )
+            ]
         E = max(5, min(args.epochs, 2_000_000 // X.shape[0]))
         for method, ours, theirs in pairs:
-            c = compare_times(_fit(ours, E, X, y), _fit(theirs, E, X, y), repeats=args.repeats,
-                              names=("ours", "sklearn"))
+            c = compare_times(
+                _fit(ours, E, X, y),
+                _fit(theirs, E, X, y),
+                repeats=args.repeats,
+                names=("ours", "sklearn"),
+            )
             ev = c.speedup()
             e_ours = _epochs_to(ours, X, y, prob, f_star)
             e_sk = _epochs_to(theirs, X, y, prob, f_star)
             if e_ours and e_sk:
-                t = compare_times(_fit(ours, e_ours, X, y), _fit(theirs, e_sk, X, y),
-                                  repeats=args.repeats, names=("ours", "sklearn"))
+                t = compare_times(
+                    _fit(ours, e_ours, X, y),
+                    _fit(theirs, e_sk, X, y),
+                    repeats=args.repeats,
+                    names=("ours", "sklearn"),
+                )
                 ev2 = t.speedup()
-                target = (f"{ev2.effect:.2f} [{ev2.ci_low:.2f}, {ev2.ci_high:.2f}]",
-                          f"{t.median_a:.3g}", f"{t.median_b:.3g}")
+                target = (
+                    f"{ev2.effect:.2f} [{ev2.ci_low:.2f}, {ev2.ci_high:.2f}]",
+                    f"{t.median_a:.3g}",
+                    f"{t.median_b:.3g}",
+                )
             else:
                 target = ("-", "-", "-")
-            rows.append((name, f"{X.shape[0]} x {X.shape[1]}", method,
-                         f"{1e3 * c.median_a / E:.3g}", f"{1e3 * c.median_b / E:.3g}",
-                         f"{ev.effect:.2f} [{ev.ci_low:.2f}, {ev.ci_high:.2f}]",
-                         str(e_ours), str(e_sk), *target))
+            rows.append(
+                (
+                    name,
+                    f"{X.shape[0]} x {X.shape[1]}",
+                    method,
+                    f"{1e3 * c.median_a / E:.3g}",
+                    f"{1e3 * c.median_b / E:.3g}",
+                    f"{ev.effect:.2f} [{ev.ci_low:.2f}, {ev.ci_high:.2f}]",
+                    str(e_ours),
+                    str(e_sk),
+                    *target,
+                )
+            )
             print(rows[-1], flush=True)
     load1 = os.getloadavg()[0]
-    print(f"\nload average {load0:.1f} -> {load1:.1f} on {os.cpu_count()} CPUs; "
-          f"{args.repeats} interleaved rounds per pair\n")
-    print("| data | n x d | method | ours ms/epoch | sklearn ms/epoch | epoch speed-up [95% CI] "
-          "| epochs to 1e-6, ours | sklearn | speed-up to 1e-6 [95% CI] | ours (s) | sklearn (s) |")
+    print(
+        f"\nload average {load0:.1f} -> {load1:.1f} on {os.cpu_count()} CPUs; "
+        f"{args.repeats} interleaved rounds per pair\n"
+    )
+    print(
+        "| data | n x d | method | ours ms/epoch | sklearn ms/epoch | epoch speed-up [95% CI] "
+        "| epochs to 1e-6, ours | sklearn | speed-up to 1e-6 [95% CI] | ours (s) | sklearn (s) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")

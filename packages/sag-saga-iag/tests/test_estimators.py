@@ -30,8 +30,10 @@ _WEIGHT_CHECKS = {
     name: "compares weighted and repeated fits to rtol 1e-7, which only a fit to a tight tol "
     "meets: see test_sklearn_compatible_at_tight_tol (slow) and "
     "test_options.py::test_integer_sample_weights_equal_repeated_rows"
-    for name in ("check_sample_weight_equivalence_on_dense_data",
-                 "check_sample_weight_equivalence_on_sparse_data")
+    for name in (
+        "check_sample_weight_equivalence_on_dense_data",
+        "check_sample_weight_equivalence_on_sparse_data",
+    )
 }
 
 
@@ -76,7 +78,7 @@ def test_logistic_matches_sklearn_and_the_optimum(ours, solver, cancer):
     prob = LinearModelProblem(X, 2.0 * y - 1, alpha=1 / (C * len(y)), fit_intercept=True)
     x_star, _ = reference_optimum(prob)
     np.testing.assert_allclose(np.append(est.coef_, est.intercept_), x_star, atol=1e-8)
-    assert np.mean(est.predict(X) == sk.predict(X)) == 1.0
+    np.testing.assert_array_equal(est.predict(X), sk.predict(X))
     np.testing.assert_allclose(est.predict_proba(X), sk.predict_proba(X), atol=1e-6)
 
 

@@ -69,8 +69,13 @@ def test_lazy_steps_equal_the_step_by_step_map():
 
 @pytest.mark.parametrize("method", ["sag", "saga", "iag"])
 @pytest.mark.parametrize(
-    "loss,l1,intercept", [("logistic", 0.0, True), ("logistic", 0.01, False),
-                          ("squared", 0.02, True), ("multinomial", 0.005, True)]
+    "loss,l1,intercept",
+    [
+        ("logistic", 0.0, True),
+        ("logistic", 0.01, False),
+        ("squared", 0.02, True),
+        ("multinomial", 0.005, True),
+    ],
 )
 def test_csr_just_in_time_updates_equal_the_dense_steps(method, loss, l1, intercept):
     if method == "sag" and l1:
@@ -100,8 +105,9 @@ def test_integer_sample_weights_equal_repeated_rows(cancer):
     X, y = X[:150], 2.0 * y[:150] - 1
     sw = np.random.default_rng(0).integers(0, 4, size=len(y))
     w = LinearModelProblem(X, y, alpha=1 / (0.5 * len(y)), fit_intercept=True, sample_weight=sw)
-    r = LinearModelProblem(np.repeat(X, sw, axis=0), np.repeat(y, sw),
-                           alpha=1 / (0.5 * sw.sum()), fit_intercept=True)
+    r = LinearModelProblem(
+        np.repeat(X, sw, axis=0), np.repeat(y, sw), alpha=1 / (0.5 * sw.sum()), fit_intercept=True
+    )
     x_w, x_r = reference_optimum(w)[0], reference_optimum(r)[0]
     np.testing.assert_allclose(x_w, x_r, atol=1e-9)  # the same minimizer (C = 0.5 both ways)
     res = solve(w, "saga", n_epochs=5000, random_state=0, tol=1e-11)
@@ -133,7 +139,8 @@ def test_float32_is_kept_and_as_accurate(cancer):
     assert ours.coef_.dtype == np.float32 and ours.intercept_.dtype == np.float32
     assert ours.predict_proba(X32).dtype == np.float32
     ref = LogisticRegression(C=0.5, solver="newton-cholesky", tol=1e-12).fit(
-        X32.astype(np.float64), y)
+        X32.astype(np.float64), y
+    )
     np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6)
     prob = LinearModelProblem(X32, 2.0 * y - 1)
     assert prob.X is X32  # no float64 copy of the data
@@ -156,24 +163,35 @@ def test_sparse_estimators_match_dense(cancer):
 def _l1_reference(prob):
     """min f(u - v) + l1 sum(u + v) over u, v >= 0 by L-BFGS-B: an independent l1 optimum."""
     d, K = prob.n_features, prob.n_outputs
-    smooth = LinearModelProblem(prob.X, prob.y, loss=prob.loss, alpha=prob.alpha,
-                                fit_intercept=prob.fit_intercept, sample_weight=prob.sample_weight)
+    smooth = LinearModelProblem(
+        prob.X,
+        prob.y,
+        loss=prob.loss,
+        alpha=prob.alpha,
+        fit_intercept=prob.fit_intercept,
+        sample_weight=prob.sample_weight,
+    )
     m = d * K
 
     def fg(z):
-        W = (z[:m] - z[m:2 * m]).reshape(d, K)
-        x = np.vstack([W, z[2 * m:].reshape(-1, K)]).ravel()
+        W = (z[:m] - z[m : 2 * m]).reshape(d, K)
+        x = np.vstack([W, z[2 * m :].reshape(-1, K)]).ravel()
         g = smooth.gradient(x).reshape(-1, K)
-        f = smooth.value(x) + prob.l1 * z[:2 * m].sum()
+        f = smooth.value(x) + prob.l1 * z[: 2 * m].sum()
         gw = g[:d].ravel()
         return f, np.concatenate([gw + prob.l1, -gw + prob.l1, g[d:].ravel()])
 
     nb = prob.dim - m
-    res = minimize(fg, np.zeros(2 * m + nb), jac=True, method="L-BFGS-B",
-                   bounds=[(0, None)] * (2 * m) + [(None, None)] * nb,
-                   options={"maxiter": 50000, "gtol": 1e-14, "ftol": 0.0, "maxcor": 50})
-    W = (res.x[:m] - res.x[m:2 * m]).reshape(d, K)
-    return np.vstack([W, res.x[2 * m:].reshape(-1, K)]).ravel()
+    res = minimize(
+        fg,
+        np.zeros(2 * m + nb),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0, None)] * (2 * m) + [(None, None)] * nb,
+        options={"maxiter": 50000, "gtol": 1e-14, "ftol": 0.0, "maxcor": 50},
+    )
+    W = (res.x[:m] - res.x[m : 2 * m]).reshape(d, K)
+    return np.vstack([W, res.x[2 * m :].reshape(-1, K)]).ravel()
 
 
 @pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
@@ -181,17 +199,20 @@ def test_l1_and_elastic_net_reach_the_optimum_and_sklearn_saga(l1_ratio, cancer)
     X, y = cancer
     X, y = X[:250, :10], y[:250]
     C = 0.05
-    ours = SAGALogisticRegression(C=C, l1_ratio=l1_ratio, tol=1e-10, max_iter=30000,
-                                  random_state=0).fit(X, y)
+    ours = SAGALogisticRegression(
+        C=C, l1_ratio=l1_ratio, tol=1e-10, max_iter=30000, random_state=0
+    ).fit(X, y)
     strength = 1.0 / (C * len(y))
-    prob = LinearModelProblem(X, 2.0 * y - 1, alpha=(1 - l1_ratio) * strength,
-                              l1=l1_ratio * strength, fit_intercept=True)
+    prob = LinearModelProblem(
+        X, 2.0 * y - 1, alpha=(1 - l1_ratio) * strength, l1=l1_ratio * strength, fit_intercept=True
+    )
     ref = _l1_reference(prob)
     got = np.append(ours.coef_.ravel(), ours.intercept_)
     np.testing.assert_allclose(got, ref, atol=1e-6)
     assert np.sum(ours.coef_ == 0) > 0  # the prox makes exact zeros
-    sk = LogisticRegression(C=C, solver="saga", tol=1e-12, max_iter=30000, random_state=0,
-                            **sklearn_l1_kw(l1_ratio)).fit(X, y)
+    sk = LogisticRegression(
+        C=C, solver="saga", tol=1e-12, max_iter=30000, random_state=0, **sklearn_l1_kw(l1_ratio)
+    ).fit(X, y)
     np.testing.assert_allclose(ours.coef_, sk.coef_, atol=1e-6)
 
 
@@ -216,8 +237,11 @@ def test_multinomial_gradient_hessian_and_fit():
         assert ours.coef_.shape == (3, 4)
         # the intercepts are defined up to a common shift; both solvers keep their sum at 0
         np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-6)
-        np.testing.assert_allclose(ours.intercept_ - ours.intercept_.mean(),
-                                   ref.intercept_ - ref.intercept_.mean(), atol=1e-6)
+        np.testing.assert_allclose(
+            ours.intercept_ - ours.intercept_.mean(),
+            ref.intercept_ - ref.intercept_.mean(),
+            atol=1e-6,
+        )
         np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-6)
         np.testing.assert_allclose(ours.predict_proba(X).sum(axis=1), 1.0)
 

@@ -523,8 +523,15 @@ def csr_epoch_multi(
 
 @numba.njit(cache=True)
 def csr_catch_up(
-    x: np.ndarray, agg: np.ndarray, flast: np.ndarray, k: int, step: float, alpha: float,
-    l1: float, pw: np.ndarray, geo: np.ndarray,
+    x: np.ndarray,
+    agg: np.ndarray,
+    flast: np.ndarray,
+    k: int,
+    step: float,
+    alpha: float,
+    l1: float,
+    pw: np.ndarray,
+    geo: np.ndarray,
 ) -> None:
     """Bring every feature's coordinates up to step k (just-in-time updates), in place.
 

@@ -30,8 +30,9 @@ def as_matrix(X: Any, name: str = "X") -> Any:
             M = M.copy()
             M.sum_duplicates()
         if M.shape[0] == 0 or M.shape[1] == 0:
-            raise ValueError(f"{name} must have n >= 1 samples and d >= 1 features, got shape "
-                             f"{M.shape}")
+            raise ValueError(
+                f"{name} must have n >= 1 samples and d >= 1 features, got shape {M.shape}"
+            )
         if not np.all(np.isfinite(M.data)):
             raise ValueError(f"{name} must hold finite values, got NaN or inf")
         return M

@@ -80,7 +80,13 @@ def gradient_descent(
         elapsed += time.perf_counter() - t0
         _record(hist, problem, x, epoch, problem.n * epoch, elapsed, f_star)
     return SolverResult(
-        x, "gd", "full", gamma, n_epochs, False, 0,
+        x,
+        "gd",
+        "full",
+        gamma,
+        n_epochs,
+        False,
+        0,
         history={k: np.asarray(v) for k, v in hist.items()},
     )
 
@@ -104,8 +110,12 @@ def sgd(
         ValueError: For sparse data, the multinomial loss, sample weights or l1 > 0.
     """
     n_epochs = check_int("n_epochs", n_epochs, low=1)
-    if (problem.sparse or problem.n_outputs > 1 or problem.l1
-            or not np.all(problem.sample_weight == 1.0)):
+    if (
+        problem.sparse
+        or problem.n_outputs > 1
+        or problem.l1
+        or not np.all(problem.sample_weight == 1.0)
+    ):
         raise ValueError("sgd covers dense, unweighted logistic/squared problems without l1")
     s = problem.smoothness()
     mu = s.mu if s.mu else s.L_max / problem.n
@@ -173,9 +183,11 @@ def reference_optimum(
         from scipy.optimize import minimize
 
         res = minimize(
-            lambda v: (problem.value(v), problem.gradient(v)), np.zeros(problem.dim), jac=True,
-            method="L-BFGS-B", options={"maxiter": 100_000, "gtol": 1e-13, "ftol": 0.0,
-                                        "maxcor": 30},
+            lambda v: (problem.value(v), problem.gradient(v)),
+            np.zeros(problem.dim),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": 100_000, "gtol": 1e-13, "ftol": 0.0, "maxcor": 30},
         )
         return res.x, problem.value(res.x)
     x = np.zeros(problem.dim)

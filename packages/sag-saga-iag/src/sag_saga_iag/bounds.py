@@ -137,8 +137,9 @@ def delay_bound(
     else:
         if T is None:
             raise ValueError(f"horizon (number of steps) is needed for sampling={name!r}")
-        d = check_float("delta", delta, low=0.0, high=1.0, low_inclusive=False,
-                        high_inclusive=False)
+        d = check_float(
+            "delta", delta, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+        )
         if n == 1:
             tau = offset
         elif name == "uniform":
@@ -257,8 +258,11 @@ def unified_bound(
     """
     tau = check_int("tau", tau, low=0)
     gmax = theory_step_size(method, smoothness, tau)
-    gamma = (gmax if step_size is None
-             else check_float("step_size", step_size, low=0.0, low_inclusive=False))
+    gamma = (
+        gmax
+        if step_size is None
+        else check_float("step_size", step_size, low=0.0, low_inclusive=False)
+    )
     if gamma > gmax * (1 + 1e-12):
         raise ValueError(
             f"step_size={gamma:.6g} is larger than the largest step {gmax:.6g} the analysis "

@@ -79,8 +79,9 @@ class _AggregatedGradientMixin:
             )
         for w in caught:
             if issubclass(w.category, ConvergenceWarning):
-                warnings.warn(f"{type(self).__name__}: {w.message}", ConvergenceWarning,
-                              stacklevel=3)
+                warnings.warn(
+                    f"{type(self).__name__}: {w.message}", ConvergenceWarning, stacklevel=3
+                )
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return res
@@ -181,15 +182,24 @@ class _AggregatedClassifier(_AggregatedGradientMixin, ClassifierMixin, BaseEstim
         K = classes.size
         if K == 2:
             prob = LinearModelProblem(
-                X, np.where(code == 1, 1.0, -1.0), loss="logistic",
-                alpha=(1.0 - l1_ratio) * strength, l1=l1_ratio * strength,
-                fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
+                X,
+                np.where(code == 1, 1.0, -1.0),
+                loss="logistic",
+                alpha=(1.0 - l1_ratio) * strength,
+                l1=l1_ratio * strength,
+                fit_intercept=bool(self.fit_intercept),
+                sample_weight=sample_weight,
             )
         else:
             prob = LinearModelProblem(
-                X, code.astype(np.float64), loss="multinomial", n_classes=K,
-                alpha=(1.0 - l1_ratio) * strength, l1=l1_ratio * strength,
-                fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
+                X,
+                code.astype(np.float64),
+                loss="multinomial",
+                n_classes=K,
+                alpha=(1.0 - l1_ratio) * strength,
+                l1=l1_ratio * strength,
+                fit_intercept=bool(self.fit_intercept),
+                sample_weight=sample_weight,
             )
         n_out = 1 if K == 2 else K
         x0 = None
@@ -226,8 +236,11 @@ class _AggregatedClassifier(_AggregatedGradientMixin, ClassifierMixin, BaseEstim
         """Class probabilities, shape (n_samples, n_classes): sigmoid (binary) or softmax."""
         scores = np.asarray(self.decision_function(X), dtype=np.float64)
         if scores.ndim == 1:
-            p1 = np.where(scores >= 0, 1.0 / (1.0 + np.exp(-np.abs(scores))),
-                          np.exp(-np.abs(scores)) / (1.0 + np.exp(-np.abs(scores))))
+            p1 = np.where(
+                scores >= 0,
+                1.0 / (1.0 + np.exp(-np.abs(scores))),
+                np.exp(-np.abs(scores)) / (1.0 + np.exp(-np.abs(scores))),
+            )
             out = np.column_stack([1.0 - p1, p1])
         else:
             e = np.exp(scores - scores.max(axis=1, keepdims=True))
@@ -306,11 +319,16 @@ class _AggregatedRegressor(_AggregatedGradientMixin, RegressorMixin, BaseEstimat
         """
         alpha = check_float("alpha", self.alpha, low=0.0)
         _check_common(self)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C",
-                             y_numeric=True)
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C", y_numeric=True
+        )
         prob = LinearModelProblem(
-            X, y, loss="squared", alpha=alpha / X.shape[0],
-            fit_intercept=bool(self.fit_intercept), sample_weight=sample_weight,
+            X,
+            y,
+            loss="squared",
+            alpha=alpha / X.shape[0],
+            fit_intercept=bool(self.fit_intercept),
+            sample_weight=sample_weight,
         )
         x0 = None
         if self.warm_start and getattr(self, "coef_", None) is not None:
@@ -382,4 +400,3 @@ class IAGRidge(_AggregatedRegressor):
     """Ridge regression by IAG (cyclic order, the theory step by default)."""
 
     _method = "iag"
-

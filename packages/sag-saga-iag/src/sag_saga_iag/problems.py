@@ -231,8 +231,11 @@ class LinearModelProblem:
         if self.loss == "multinomial":
             if np.any(self.y < 0) or np.any(self.y != np.round(self.y)):
                 raise ValueError("y must hold integer labels 0, ..., K-1 for loss='multinomial'")
-            k = (int(self.y.max()) + 1 if n_classes is None
-                 else check_int("n_classes", n_classes, low=2))
+            k = (
+                int(self.y.max()) + 1
+                if n_classes is None
+                else check_int("n_classes", n_classes, low=2)
+            )
             if k < 2 or self.y.max() >= k:
                 raise ValueError(
                     f"loss='multinomial' needs n_classes >= 2 above every label, got {k}"

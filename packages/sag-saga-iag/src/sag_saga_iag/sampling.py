@@ -105,8 +105,7 @@ class MarkovSampler(Sampler):
     ) -> None:
         super().__init__(n, rng)
         self.graph = check_choice("graph", graph, GRAPHS)
-        self.laziness = check_float("laziness", laziness, low=0.0, high=1.0,
-                                    high_inclusive=False)
+        self.laziness = check_float("laziness", laziness, low=0.0, high=1.0, high_inclusive=False)
         self.transition: np.ndarray | None = None
         if transition is not None:
             P = np.array(transition, dtype=np.float64, copy=True)

@@ -210,10 +210,21 @@ def solve(
     # gradient mapping, objective) are small, and BLAS threads that wait on each other
     # cost more than they save (30x on a loaded 2-core machine).
     with _blas_controller().limit(limits=1, user_api="blas"):
-        return _solve(problem, method, x0, step_size=step_size, n_epochs=n_epochs,
-                      sampling=sampling, random_state=random_state, f_star=f_star, tol=tol,
-                      callback=callback, delta=delta, record_objective=record_objective,
-                      verbose=verbose)
+        return _solve(
+            problem,
+            method,
+            x0,
+            step_size=step_size,
+            n_epochs=n_epochs,
+            sampling=sampling,
+            random_state=random_state,
+            f_star=f_star,
+            tol=tol,
+            callback=callback,
+            delta=delta,
+            record_objective=record_objective,
+            verbose=verbose,
+        )
 
 
 def _solve(
@@ -328,8 +339,9 @@ def _solve(
         t0 = time.perf_counter()
         k0 = (epoch - 1) * n
         if linear:
-            _linear_epoch(problem, xk, table, agg, idx, gamma, method_id, k0, last, maxgap, flast,
-                          tables)
+            _linear_epoch(
+                problem, xk, table, agg, idx, gamma, method_id, k0, last, maxgap, flast, tables
+            )
             _check_finite(x, method, epoch, gamma)
             # resum the average once per epoch so rounding does not drift over long runs
             with np.errstate(over="ignore", invalid="ignore"):
@@ -351,8 +363,10 @@ def _solve(
             gm = last_gm if track else exact_gm()
             last_gm = gm
             obj = f", objective {info['objective']:.12g}" if "objective" in info else ""
-            print(f"{method} epoch {epoch}: gradient mapping {gm:.3e}{obj} ({elapsed:.3f} s)",
-                  flush=True)
+            print(
+                f"{method} epoch {epoch}: gradient mapping {gm:.3e}{obj} ({elapsed:.3f} s)",
+                flush=True,
+            )
         if callback is not None and callback(epoch, x.copy(), info):
             converged = True
         if converged:
@@ -361,13 +375,17 @@ def _solve(
     if tol > 0 and not converged:
         gm = exact_gm()
         last_gm = gm
-        msg = (f"{method} did not reach tol={tol:g} in {epoch} epochs: the gradient mapping's "
-               f"max-norm is {gm:.3g}")
+        msg = (
+            f"{method} did not reach tol={tol:g} in {epoch} epochs: the gradient mapping's "
+            f"max-norm is {gm:.3g}"
+        )
         if linear:
             ratio = column_scale_ratio(problem.X)
             if ratio >= 1e3:
-                msg += (f"; the features' scales differ by a factor of {ratio:.1e}, which makes "
-                        "the step tiny: standardize X (e.g. sklearn.preprocessing.StandardScaler)")
+                msg += (
+                    f"; the features' scales differ by a factor of {ratio:.1e}, which makes "
+                    "the step tiny: standardize X (e.g. sklearn.preprocessing.StandardScaler)"
+                )
         warnings.warn(msg + "; raise max_iter/n_epochs or tol", ConvergenceWarning, stacklevel=3)
     steps_done = n * epoch
     tail = int(np.max(steps_done - 1 - last)) if steps_done > 0 else 0
@@ -375,8 +393,9 @@ def _solve(
     max_delay = max(gap, tail) if method == "saga" else max(gap - 1, tail, 0)
     history = {k: np.asarray(v) for k, v in hist.items()}
     name = sampler.name
-    return SolverResult(x.copy(), method, name, gamma, epoch, converged, max_delay, last_gm,
-                        history)
+    return SolverResult(
+        x.copy(), method, name, gamma, epoch, converged, max_delay, last_gm, history
+    )
 
 
 def _linear_epoch(
@@ -400,18 +419,54 @@ def _linear_epoch(
     if problem.sparse:
         X = problem.X
         kern = _kernels.csr_epoch if K == 1 else _kernels.csr_epoch_multi
-        kern(X.data, X.indices, X.indptr, problem.y, problem.sample_weight, xk, table, agg,
-             idx, gamma, problem.alpha, problem.l1, icpt, loss, method_id, k0, last, maxgap,
-             flast, *tables)
+        kern(
+            X.data,
+            X.indices,
+            X.indptr,
+            problem.y,
+            problem.sample_weight,
+            xk,
+            table,
+            agg,
+            idx,
+            gamma,
+            problem.alpha,
+            problem.l1,
+            icpt,
+            loss,
+            method_id,
+            k0,
+            last,
+            maxgap,
+            flast,
+            *tables,
+        )
         x2 = xk[:, None] if K == 1 else xk
         a2 = agg[:, None] if K == 1 else agg
-        _kernels.csr_catch_up(x2, a2, flast, k0 + idx.shape[0], gamma, problem.alpha,
-                              problem.l1, *tables)
+        _kernels.csr_catch_up(
+            x2, a2, flast, k0 + idx.shape[0], gamma, problem.alpha, problem.l1, *tables
+        )
     else:
         kern = _kernels.dense_epoch if K == 1 else _kernels.dense_epoch_multi
-        kern(problem.X, problem.y, problem.sample_weight, xk, table, agg, idx, gamma,
-             problem.alpha, problem.l1, problem.nonconvex, icpt, loss, method_id, k0, last,
-             maxgap)
+        kern(
+            problem.X,
+            problem.y,
+            problem.sample_weight,
+            xk,
+            table,
+            agg,
+            idx,
+            gamma,
+            problem.alpha,
+            problem.l1,
+            problem.nonconvex,
+            icpt,
+            loss,
+            method_id,
+            k0,
+            last,
+            maxgap,
+        )
 
 
 def _check_finite(x: np.ndarray, method: str, epoch: int, gamma: float) -> None:
