@@ -65,13 +65,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from icml26_core.validation import check_choice, check_float, check_int
 
-from sag_saga_iag._validation import (
-    check_choice,
-    check_count,
-    check_nonnegative,
-    check_positive,
-)
 from sag_saga_iag.problems import Smoothness
 from sag_saga_iag.sampling import SAMPLINGS, MarkovSampler, Sampler
 
@@ -86,7 +81,7 @@ def error_constant(method: str, smoothness: Smoothness) -> float:
     Raises:
         ValueError: If ``method`` is unknown.
     """
-    check_choice(method, "method", METHODS)
+    check_choice("method", method, METHODS)
     if method == "saga":
         return smoothness.L_max + smoothness.L_bar
     return smoothness.L_bar
@@ -128,13 +123,13 @@ def delay_bound(
         >>> delay_bound("uniform", 100, horizon=10_000, delta=0.05) > 100 * math.log(100)
         True
     """
-    n = check_count(n, "n")
-    check_choice(method, "method", METHODS)
+    n = check_int("n", n, low=1)
+    check_choice("method", method, METHODS)
     offset = 1 if method == "saga" else 0
     name = sampling.name if isinstance(sampling, Sampler) else sampling
     if not isinstance(name, str) or name not in SAMPLINGS:
         raise ValueError(f"sampling must be one of {SAMPLINGS} or a Sampler, got {sampling!r}")
-    T = None if horizon is None else check_count(horizon, "horizon")
+    T = None if horizon is None else check_int("horizon", horizon, low=1)
     if name == "cyclic":
         tau = n - 1 + offset
     elif name == "reshuffle":
@@ -142,9 +137,9 @@ def delay_bound(
     else:
         if T is None:
             raise ValueError(f"horizon (number of steps) is needed for sampling={name!r}")
-        d = float(delta)
-        if not 0.0 < d < 1.0:
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        d = check_float(
+            "delta", delta, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+        )
         if n == 1:
             tau = offset
         elif name == "uniform":
@@ -168,7 +163,7 @@ def theory_step_size(method: str, smoothness: Smoothness, tau: int) -> float:
     Raises:
         ValueError: If ``method`` is unknown or ``tau`` < 0.
     """
-    tau = check_count(tau, "tau", minimum=0)
+    tau = check_int("tau", tau, low=0)
     E = error_constant(method, smoothness)
     L = smoothness.L
     return 2.0 / (L + math.sqrt(L * L + 8.0 * E * E * tau * tau))
@@ -217,7 +212,7 @@ class UnifiedBound:
 
     def steps_to(self, epsilon: float) -> float:
         """Steps after which the bound guarantees (f(x_k) - f*) <= epsilon (f(x_0) - f*)."""
-        eps = check_positive(epsilon, "epsilon")
+        eps = check_float("epsilon", epsilon, low=0.0, low_inclusive=False)
         if eps >= 1:
             return 0.0
         if self.rate >= 1:
@@ -261,9 +256,13 @@ def unified_bound(
         >>> round(b.rate, 6) == round(1 - 0.1 * b.step_size, 6)
         True
     """
-    tau = check_count(tau, "tau", minimum=0)
+    tau = check_int("tau", tau, low=0)
     gmax = theory_step_size(method, smoothness, tau)
-    gamma = gmax if step_size is None else check_positive(step_size, "step_size")
+    gamma = (
+        gmax
+        if step_size is None
+        else check_float("step_size", step_size, low=0.0, low_inclusive=False)
+    )
     if gamma > gmax * (1 + 1e-12):
         raise ValueError(
             f"step_size={gamma:.6g} is larger than the largest step {gmax:.6g} the analysis "
@@ -274,7 +273,7 @@ def unified_bound(
     if mu is None or mu <= 0:
         rate = 1.0
     else:
-        check_nonnegative(mu, "mu")
+        check_float("mu", mu, low=0.0)
         shrink = gamma * mu if tau == 0 else min(gamma * mu, 1.0 / (2.0 * tau))
         rate = 1.0 - min(shrink, 1.0)
     return UnifiedBound(method, gamma, tau, E, gmax, rate, mu)
@@ -309,7 +308,7 @@ class MaxLemmaBound:
 
     def steps_to(self, epsilon: float) -> float:
         """Steps after which this bound guarantees (f(x_k) - f*) <= epsilon (f(x_0) - f*)."""
-        eps = check_positive(epsilon, "epsilon")
+        eps = check_float("epsilon", epsilon, low=0.0, low_inclusive=False)
         return max(0.0, math.ceil(math.log(eps / self.prefactor) / math.log(self.rate)))
 
 
@@ -319,7 +318,7 @@ def max_lemma_iag_bound(smoothness: Smoothness, tau: int) -> MaxLemmaBound:
     Raises:
         ValueError: If mu is missing or not positive, or tau < 1.
     """
-    tau = check_count(tau, "tau", minimum=1)
+    tau = check_int("tau", tau, low=1)
     mu = smoothness.mu
     if mu is None or mu <= 0:
         raise ValueError(f"the IAG bounds need mu > 0, got mu={mu!r}")
@@ -343,8 +342,8 @@ def classical_rate(method: str, smoothness: Smoothness, n: int) -> tuple[float, 
     Raises:
         ValueError: For ``"iag"`` (no expected rate: it is deterministic) or mu <= 0.
     """
-    check_choice(method, "method", ("sag", "saga"))
-    n = check_count(n, "n")
+    check_choice("method", method, ("sag", "saga"))
+    n = check_int("n", n, low=1)
     mu = smoothness.mu
     if mu is None or mu <= 0:
         raise ValueError(f"the classical rates need mu > 0, got mu={mu!r}")

@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
-from sag_saga_iag._validation import check_choice, check_count
+from icml26_core.validation import check_choice, check_float, check_int
 
 SAMPLINGS = ("uniform", "reshuffle", "cyclic", "markov")
 """Names accepted by ``sampling=``."""
@@ -35,7 +34,7 @@ class Sampler:
     name = "base"
 
     def __init__(self, n: int, rng: Any = None) -> None:
-        self.n = check_count(n, "n")
+        self.n = check_int("n", n, low=1)
         self.rng = np.random.default_rng(rng)
 
     def epoch(self) -> np.ndarray:
@@ -105,11 +104,8 @@ class MarkovSampler(Sampler):
         transition: np.ndarray | None = None,
     ) -> None:
         super().__init__(n, rng)
-        self.graph = check_choice(graph, "graph", GRAPHS)
-        lazy = float(laziness)
-        if not 0.0 <= lazy < 1.0:
-            raise ValueError(f"laziness must be in [0, 1), got {laziness!r}")
-        self.laziness = lazy
+        self.graph = check_choice("graph", graph, GRAPHS)
+        self.laziness = check_float("laziness", laziness, low=0.0, high=1.0, high_inclusive=False)
         self.transition: np.ndarray | None = None
         if transition is not None:
             P = np.array(transition, dtype=np.float64, copy=True)
@@ -192,5 +188,5 @@ def make_sampler(sampling: str | Sampler, n: int, rng: Any = None) -> Sampler:
         return sampling
     if not isinstance(sampling, str):
         raise TypeError(f"sampling must be one of {SAMPLINGS} or a Sampler, got {sampling!r}")
-    check_choice(sampling, "sampling", SAMPLINGS)
+    check_choice("sampling", sampling, SAMPLINGS)
     return _CLASSES[sampling](n, rng)

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from icml26_core.validation import check_choice, check_int
 
-from sag_saga_iag._validation import check_choice, check_count
 from sag_saga_iag.bounds import METHODS, delay_bound
-from sag_saga_iag.problems import LOSSES
 from sag_saga_iag.sampling import make_sampler
 
 
@@ -85,9 +84,9 @@ def batched_solve(
     """
     import torch
 
-    check_choice(method, "method", METHODS)
-    check_choice(loss, "loss", LOSSES)
-    n_epochs = check_count(n_epochs, "n_epochs")
+    check_choice("method", method, METHODS)
+    check_choice("loss", loss, ("logistic", "squared"))
+    n_epochs = check_int("n_epochs", n_epochs, low=1)
     dev = torch.device(device)
     dt = torch.float64 if dtype is None else dtype
     A = torch.as_tensor(np.asarray(X) if not torch.is_tensor(X) else X).to(dev, dt)
