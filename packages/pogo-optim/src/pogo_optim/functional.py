@@ -110,7 +110,7 @@ def sgd_direction(
         first = _leading(step == 1, grad.dim())
         buf.copy_(torch.where(first, grad, buf * momentum + (1.0 - dampening) * grad))
     elif buf is None:
-        buf = torch.clone(grad).detach()
+        buf = torch.clone(grad)  # tracked by autograd only in differentiable mode
         state["momentum_buffer"] = buf
     else:
         buf.mul_(momentum).add_(grad, alpha=1.0 - dampening)
@@ -390,8 +390,7 @@ def _check_point(name: str, x: Tensor, direction: Tensor, lr: Any) -> None:
         raise TypeError(f"{name}: x must be real floating point or complex, got {x.dtype}")
     if x.dim() < 2 or x.shape[-2] > x.shape[-1]:
         raise ValueError(
-            f"{name}: x must have shape (..., p, n) with p <= n (rows layout), got "
-            f"{tuple(x.shape)}"
+            f"{name}: x must have shape (..., p, n) with p <= n (rows layout), got {tuple(x.shape)}"
         )
     if direction.shape != x.shape or direction.dtype != x.dtype:
         raise ValueError(
@@ -615,7 +614,11 @@ def landing_update(
         lambda_regul = check_float("lambda_regul", lambda_regul, low=0.0, low_inclusive=False)
         if safe_step is not None:
             safe_step = check_float(
-                "safe_step", safe_step, low=0.0, high=1.0, low_inclusive=False,
+                "safe_step",
+                safe_step,
+                low=0.0,
+                high=1.0,
+                low_inclusive=False,
                 high_inclusive=False,
             )
         _check_distance("landing_update", _distance(x))

@@ -392,8 +392,23 @@ class StiefelOptimizer(torch.optim.Optimizer):
                 "nothing was updated for it"
             )
 
+    def _source(self, p: Tensor, cdt: torch.dtype) -> Tensor:
+        """The parameter's value to update from, in the compute dtype.
+
+        With ``differentiable`` a copy, so that the in-place write of the result does
+        not overwrite a tensor that autograd saved for the backward pass.
+        """
+        if cdt != p.dtype:
+            return p.to(cdt)
+        return p.clone() if self.defaults["differentiable"] else p
+
     def _update_one(
-        self, group: dict[str, Any], index: int, rule: BaseRule, j: int, p: Tensor,
+        self,
+        group: dict[str, Any],
+        index: int,
+        rule: BaseRule,
+        j: int,
+        p: Tensor,
         sync_free: bool,
     ) -> None:
         """Update one parameter (the per-parameter path)."""
@@ -411,14 +426,14 @@ class StiefelOptimizer(torch.optim.Optimizer):
             if not group["orthogonal"] and cdt == p.dtype and not isinstance(group["lr"], Tensor):
                 p.add_(d, alpha=-group["lr"])  # exactly torch.optim.SGD / Adam
             else:
-                p.copy_(self._new_value(group, p if cdt == p.dtype else p.to(cdt), d))
+                p.copy_(self._new_value(group, self._source(p, cdt), d))
             return
         # Sync-free (capturable, or under torch.compile): a non-finite gradient is masked
         # on the device with torch.where instead of branching on the host.
         t = step + 1
         saved = {k: v.clone() for k, v in state.items() if k != "step" and isinstance(v, Tensor)}
         d = rule.direction(g, state, group, t)
-        x = p if cdt == p.dtype else p.to(cdt)
+        x = self._source(p, cdt)
         new = self._new_value(group, x, d)
         if not check:
             p.copy_(new)
@@ -433,8 +448,12 @@ class StiefelOptimizer(torch.optim.Optimizer):
         step.copy_(torch.where(ok, t, step))
 
     def _update_stacked(
-        self, group: dict[str, Any], index: int, rule: BaseRule,
-        members: list[tuple[int, Tensor]], sync_free: bool,
+        self,
+        group: dict[str, Any],
+        index: int,
+        rule: BaseRule,
+        members: list[tuple[int, Tensor]],
+        sync_free: bool,
     ) -> None:
         """Update same-shape parameters with one batched call (the ``foreach`` path)."""
         params = [p for _, p in members]
@@ -496,32 +515,8 @@ class StiefelOptimizer(torch.optim.Optimizer):
         _copy_all(params, new.unbind(0))
 
 
-_PLUMBING_DOC = """
-        foreach: Update same-shape parameters of a group with one stacked, batched call
-            (default None: yes, unless ``differentiable``). Numerically the same update
-            as the per-parameter loop (up to the rounding of batched products).
-        capturable: Keep ``state["step"]`` on the parameter's device and read nothing
-            back to the host during a step, so that it can be captured in a CUDA graph
-            (non-finite gradients are then masked with ``torch.where``). Pass ``lr`` as a
-            device tensor to change it after capture.
-        differentiable: Run the step with autograd enabled, so that gradients flow
-            through it (e.g. for meta-learning); the parameters updated in place must
-            then be non-leaf tensors.
-        fused: Accepted for compatibility with :mod:`torch.optim`; only None or False
-            (there is no fused kernel).
-        nonfinite_grad: What a NaN or inf in a parameter's gradient does: ``"skip"``
-            (default) leaves that parameter, its base-rule state and its step count
-            exactly as they were, so the run continues as if the step had not
-            happened for it; ``"raise"`` raises a ``ValueError`` naming the parameter
-            (not with ``capturable``); ``"ignore"`` does not check (the NaN spreads into
-            the parameter and the state, as in :mod:`torch.optim`). The check costs one
-            pass over the gradients and, unless capturable, one host read per stack
-            of parameters (per parameter without foreach).
-"""
-
-
 class POGO(StiefelOptimizer):
-    __doc__ = r"""POGO: optimization on the Stiefel manifold with any base update rule.
+    r"""POGO: optimization on the Stiefel manifold with any base update rule.
 
     For each orthogonal matrix ``X`` (rows layout, ``X X^H = I_p``, ``p <= n``;
     columns-layout parameters are transposed first) with gradient ``G``:
@@ -584,9 +579,28 @@ class POGO(StiefelOptimizer):
             (1: Newton-Schulz, 4 products per step; 2: default, 5 products).
         max_step: Cap on a step's Frobenius length ``eta ||R||_F`` per matrix, in
             ``(0, 1]``; the default 0.1 guarantees an orthogonality error below 1e-6
-            per step (raise it for very long steps, at the cost of that guarantee).""" + (
-        _PLUMBING_DOC
-    ) + r"""
+            per step (raise it for very long steps, at the cost of that guarantee).
+        foreach: Update same-shape parameters of a group with one stacked, batched call
+            (default None: yes, unless ``differentiable``). Numerically the same update
+            as the per-parameter loop (up to the rounding of batched products).
+        capturable: Keep ``state["step"]`` on the parameter's device and read nothing
+            back to the host during a step, so that it can be captured in a CUDA graph
+            (non-finite gradients are then masked with ``torch.where``). Pass ``lr`` as a
+            device tensor to change it after capture.
+        differentiable: Run the step with autograd enabled, so that gradients flow
+            through it (e.g. for meta-learning); the parameters updated in place must
+            then be non-leaf tensors.
+        fused: Accepted for compatibility with :mod:`torch.optim`; only None or False
+            (there is no fused kernel).
+        nonfinite_grad: What a NaN or inf in a parameter's gradient does: ``"skip"``
+            (default) leaves that parameter, its base-rule state and its step count
+            exactly as they were, so the run continues as if the step had not
+            happened for it; ``"raise"`` raises a ``ValueError`` naming the parameter
+            (not with ``capturable``); ``"ignore"`` does not check (the NaN spreads into
+            the parameter and the state, as in :mod:`torch.optim`). The check costs one
+            pass over the gradients and, unless capturable, one host read per stack
+            of parameters (per parameter without foreach).
+
     Raises:
         ValueError: On an invalid hyperparameter (naming it), a 1-D parameter or one
             with ``p > n`` marked orthogonal, a non-orthonormal starting point
@@ -680,7 +694,7 @@ class POGO(StiefelOptimizer):
 
 
 class Landing(StiefelOptimizer):
-    __doc__ = r"""The Landing algorithm (Ablin et al., 2024) with the same base rules, as a baseline.
+    r"""The Landing algorithm (Ablin et al., 2024), with the same base rules, as a baseline.
 
     For each orthogonal matrix ``X`` (rows layout) with base direction ``D``:
 
@@ -702,9 +716,9 @@ class Landing(StiefelOptimizer):
         lambda_regul: Attraction ``lambda > 0`` towards the manifold.
         safe_step: Radius of the safe region in ``(0, 1)``, or None for a fixed step.
         base, momentum, dampening, nesterov, betas, eps, weight_decay, maximize,
-        orthogonal, layout, project_init: As :class:`POGO` (default base ``"sgd"``).""" + (
-        _PLUMBING_DOC
-    ) + r"""
+        orthogonal, layout, project_init: As :class:`POGO` (default base ``"sgd"``).
+        foreach, capturable, differentiable, fused, nonfinite_grad: As :class:`POGO`.
+
     Raises:
         ValueError: As :class:`POGO`, and on ``lambda_regul <= 0`` or ``safe_step``
             outside ``(0, 1)``.
@@ -783,7 +797,11 @@ class Landing(StiefelOptimizer):
         )
         if group["safe_step"] is not None:
             group["safe_step"] = check_float(
-                "safe_step", group["safe_step"], low=0.0, high=1.0, low_inclusive=False,
+                "safe_step",
+                group["safe_step"],
+                low=0.0,
+                high=1.0,
+                low_inclusive=False,
                 high_inclusive=False,
             )
 
