@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from icml26_core.device import synchronize, torch_device
 
-from pogo_optim._methods import POGO_FAMILY, Config
+from pogo_optim._methods import FLOOR, POGO_FAMILY, Config
 from pogo_optim.stiefel import orthogonality_error, random_stiefel
 
 
@@ -179,6 +179,9 @@ def race(
             if run.steps % eval_every == 0:
                 g = problem.gap(w, run.feasible)
                 run.gaps.append((run.steps, run.time, g))
+                if run.config.family == FLOOR:
+                    run.stopped = "floor"  # a step that does not move never improves
+                    continue
                 if g <= target:
                     run.hit_time, run.hit_steps, run.stopped = run.time, run.steps, "target"
                     if run.config.family == POGO_FAMILY:

@@ -46,7 +46,7 @@ from pogo_optim._methods import (
 TARGET_GAP = 0.02
 """Target relative optimality gap of online PCA (explained variance within 2%)."""
 
-BUDGET_FACTOR = 5.0
+BUDGET_FACTOR = 3.0
 """A baseline still above the target after this many times POGO's time is stopped."""
 
 SCALE_AT_LEAST = 10.0
@@ -95,11 +95,7 @@ def _pca_part(ctx: RunContext, result: Result):
     )
     grids = ctx.pick(
         {"sgd": (0.3,), "vadam": (0.1,), "adam": (1e-2,)},
-        {
-            "sgd": (0.03, 0.1, 0.3, 1.0),
-            "vadam": (0.01, 0.03, 0.1, 0.3),
-            "adam": (1e-3, 3e-3, 1e-2, 3e-2),
-        },
+        {"sgd": (0.1, 0.3, 1.0, 3.0), "vadam": (0.03, 0.1, 0.3), "adam": (1e-3, 3e-3, 1e-2)},
     )
     n_test = ctx.pick(1, 6, 10)
     time_limit = ctx.pick(2.0, 60.0, 600.0)
@@ -132,7 +128,7 @@ def _pca_part(ctx: RunContext, result: Result):
         grid = grids[_KIND[best.config.variant]]
         chosen[fam] = (best.config, len(grid) > 2 and best.config.lr in (grid[0], grid[-1]))
     pogo_val = [r for r in val_runs if r.config.family == POGO_FAMILY]
-    provisional = 2 * BUDGET_FACTOR * (kept[POGO_FAMILY].hit_time or math.inf)
+    provisional = 1.5 * BUDGET_FACTOR * (kept[POGO_FAMILY].hit_time or math.inf)
 
     # test seeds: the chosen configurations race, with the floor
     test_configs = [chosen[f][0] for f in fams] + [floor_config()]
@@ -205,9 +201,9 @@ def _pca_part(ctx: RunContext, result: Result):
         rule=(
             f"every part holds: POGO's time to gap <= {TARGET_GAP} is shorter than each of "
             f"{', '.join(BASELINES)} (ratio of medians over {n_test} paired test seeds, one "
-            "configuration per family chosen on a validation seed from two base rules x "
-            f"{len(grids['sgd'])} learning rates; pogo-torch and POGO without its step cap "
-            "are reported, not baselines)"
+            f"configuration per family chosen on a validation seed from two base rules on "
+            f"{n_configs // len(fams)} learning rates in all; pogo-torch and POGO without its "
+            "step cap are reported, not baselines)"
         ),
     )
 
@@ -288,7 +284,7 @@ def _scale_part(ctx: RunContext, result: Result):
         ctx.seed,
         progress=lambda it: ctx.progress(it, "Procrustes: time per iteration"),
     )
-    timing.update(_procrustes.time_per_iteration(others, [big], k, 2, ctx.device, ctx.seed))
+    timing.update(_procrustes.time_per_iteration(others, [big], k, 1, ctx.device, ctx.seed))
     a, b, x0, _ = _procrustes.problem(big, k, ctx.seed + big, ctx.device)
     loss_fn = _procrustes.loss_of(a, b)
     parts, comparisons = [], {}
@@ -332,7 +328,7 @@ def _scale_part(ctx: RunContext, result: Result):
         columns=["method", *cols, f"time / POGO's at B={big} [95% CI]"],
         note=(
             f"B={big}: {repeats} interleaved rounds against POGO for geoopt (the claim), "
-            "3 rounds (first discarded) otherwise"
+            f"3 rounds (first discarded) otherwise, 2 at B={big}"
         ),
     )
     for spec in specs:
