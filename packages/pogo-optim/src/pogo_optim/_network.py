@@ -29,11 +29,11 @@ PARAMETRIZATION = "torch orthogonal + Adam"
 
 #: Learning-rate grids of the orthogonal weights (3 values each).
 ORTH_GRIDS = {
-    "POGO-VAdam (ours)": (0.02, 0.05, 0.1),
-    "pogo-torch VAdam (authors)": (0.02, 0.05, 0.1),
-    "Landing VAdam": (0.02, 0.05, 0.1),
-    "geoopt RiemannianAdam": (1e-3, 3e-3, 1e-2),
-    PARAMETRIZATION: (3e-4, 1e-3, 3e-3),
+    "POGO-VAdam (ours)": (0.05, 0.1, 0.2),
+    "pogo-torch VAdam (authors)": (0.05, 0.1, 0.2),
+    "Landing VAdam": (0.05, 0.1, 0.2),
+    "geoopt RiemannianAdam": (3e-3, 1e-2, 3e-2),
+    PARAMETRIZATION: (1e-3, 3e-3, 1e-2),
     FLOOR: (0.0,),
 }
 
