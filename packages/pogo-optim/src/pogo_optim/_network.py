@@ -29,10 +29,10 @@ PARAMETRIZATION = "torch orthogonal + Adam"
 
 #: Learning-rate grids of the orthogonal weights (3 values each).
 ORTH_GRIDS = {
-    "POGO-VAdam (ours)": (0.05, 0.1, 0.2),
-    "pogo-torch VAdam (authors)": (0.05, 0.1, 0.2),
-    "Landing VAdam": (0.05, 0.1, 0.2),
-    "geoopt RiemannianAdam": (3e-3, 1e-2, 3e-2),
+    "POGO-VAdam (ours)": (0.1, 0.2, 0.4),
+    "pogo-torch VAdam (authors)": (0.1, 0.2, 0.4),
+    "Landing VAdam": (0.1, 0.2, 0.4),
+    "geoopt RiemannianAdam": (1e-2, 3e-2, 1e-1),
     PARAMETRIZATION: (1e-3, 3e-3, 1e-2),
     FLOOR: (0.0,),
 }

@@ -101,7 +101,7 @@ def _pca_part(ctx: RunContext, result: Result):
             "adam": (1e-3, 3e-3, 1e-2, 3e-2),
         },
     )
-    n_test = ctx.pick(1, 6, 10)
+    n_test = ctx.pick(1, 8, 10)
     time_limit = ctx.pick(2.0, 60.0, 600.0)
     eval_every = 5
     data = _pca.pca_data(name)
@@ -328,7 +328,7 @@ def _scale_part(ctx: RunContext, result: Result):
     cols = [f"B={b}" for b in [*batches, big]]
     t_table = Table(
         title=f"Batched Procrustes: median ms per iteration (forward+backward+step), {k}x{k} "
-        f"orthogonal matrices, {torch.get_num_threads()} torch threads",
+        f"orthogonal matrices, torch threads: {torch.get_num_threads()}",
         columns=["method", *cols, f"time / POGO's at B={big} [95% CI]"],
         note=(
             f"medians of 5 interleaved rounds after a warm-up; at B={big} of {repeats} rounds "
@@ -362,8 +362,8 @@ def _quality_part(ctx: RunContext, result: Result):
     grid = (lambda *v: v) if ctx.scale != "smoke" else (lambda *v: v[2:3])
     specs = methods(
         sgd_lrs=grid(0.01, 0.03, 0.1, 0.3, 1.0),
-        adam_lrs=grid(1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
-        vadam_lrs=grid(0.01, 0.02, 0.05, 0.1, 0.2),
+        adam_lrs=grid(3e-3, 1e-2, 3e-2, 0.1, 0.3),
+        vadam_lrs=grid(0.02, 0.05, 0.1, 0.2, 0.5),
     )
     specs.append(MethodSpec(FLOOR, (0.0,), _NoOpRunner))
     with _threads(1):
@@ -398,7 +398,7 @@ def _quality_part(ctx: RunContext, result: Result):
         )
     result.tables.append(q_table)
     result.data["procrustes_quality"] = quality
-    return [quality[s.name]["max_orth"] for s in specs if s.ours]
+    return [quality[s.name]["max_orth_all_runs"] for s in specs if s.ours]
 
 
 def _mlp_part(ctx: RunContext, result: Result):
@@ -519,12 +519,13 @@ def run(ctx: RunContext) -> Result:
         Claim.check(
             "POGO keeps the orthogonality error below 1e-5 throughout (float32).",
             "a bound, checked at every step: max over every POGO run (every configuration "
-            "of the PCA validation and test races, the Procrustes quality runs and the MLP) "
+            "of the PCA validation and test races, every learning rate of the Procrustes "
+            "quality runs, the MLP) "
             "of ||X X^T - I||_F < 1e-5 (the analysis bounds the error added per step by "
             "6e-7, plus float32 rounding)",
             {
                 "max_orth_error_pogo": max(all_orth),
-                "pogo_runs": len(all_orth),
+                "pogo_pca_runs": len(pca_orth),
                 "pogo_pca_steps": pca_steps,
             },
             lambda v: v["max_orth_error_pogo"] < 1e-5,
