@@ -65,13 +65,13 @@ def _tests(out: Path) -> dict:
     return {"returncode": proc.returncode, "summary": tail, "seconds": time.perf_counter() - t0}
 
 
-def _scale(sizes, repeats, deadline, log) -> tuple[list[dict], list[str]]:
+def _scale(sizes, repeats, deadline, log, device="cuda") -> tuple[list[dict], list[str]]:
     specs = methods(sgd_lrs=(0.1,), adam_lrs=(1e-3,), vadam_lrs=(0.05,))
     specs.append(MethodSpec("forward+backward only (floor)", (0.0,), _NoOpRunner))
     ours, others = specs[0], specs[1:]
     rows, skipped = [], []
     for k, batch in sizes:
-        a, b, x0, _ = problem(batch, k, seed=batch, device="cuda")
+        a, b, x0, _ = problem(batch, k, seed=batch, device=device)
         loss_fn = loss_of(a, b)
         for spec in others:
             if time.perf_counter() > deadline:
@@ -85,7 +85,7 @@ def _scale(sizes, repeats, deadline, log) -> tuple[list[dict], list[str]]:
                     repeats=repeats,
                     warmup=2,
                     names=("POGO", spec.name),
-                    device="cuda",
+                    device=device,
                 )
             except torch.cuda.OutOfMemoryError:
                 skipped.append(f"{spec.name} at {batch} x {k}x{k} (out of memory)")
@@ -107,7 +107,8 @@ def _scale(sizes, repeats, deadline, log) -> tuple[list[dict], list[str]]:
             )
             log(f"  {batch} x {k}x{k}: {spec.name}: {ev.summary()}")
             del r_ours, r_them
-            torch.cuda.empty_cache()
+            if device == "cuda":
+                torch.cuda.empty_cache()
     return rows, skipped
 
 
@@ -156,9 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=270.0, help="seconds for the timings")
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--skip-tests", action="store_true")
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="tiny sizes on the CPU, to check the script itself where there is no GPU",
+    )
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("no CUDA device: nothing to check")
+    device = "cpu" if args.dry_run else "cuda"
+    if not args.dry_run and not torch.cuda.is_available():
+        print("no CUDA device: nothing to check (use --dry-run to exercise the script)")
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -170,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start = time.perf_counter()
     report: dict = {
-        "device": torch.cuda.get_device_name(0),
+        "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu (dry run)",
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
     }
@@ -178,13 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         f"# pogo-optim GPU check: {report['device']}, torch {report['torch']}, "
         f"CUDA {report['cuda']}"
     )
-    if not args.skip_tests:
+    if not args.skip_tests and not args.dry_run:
         report["tests"] = _tests(out)
         log(f"\ngpu tests: {report['tests']['summary']} (exit {report['tests']['returncode']})")
     deadline = time.perf_counter() + args.budget
     sizes = [(64, 1000), (64, 5000), (64, 20000), (256, 1000)]
+    if args.dry_run:
+        sizes = [(8, 4), (8, 16)]
     log("\n## Procrustes time per iteration on CUDA (POGO vs each, interleaved)")
-    rows, skipped = _scale(sizes, args.repeats, deadline - 60, log)
+    rows, skipped = _scale(sizes, args.repeats, deadline - 60, log, device)
     report["scale"], report["skipped"] = rows, skipped
     largest = max((r for r in rows if r["k"] == 64), key=lambda r: r["batch"], default=None)
     if largest is not None:
@@ -213,15 +222,19 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"  {part.verdict}: {part.summary()}")
     log("\n## Many separate layers: foreach vs loop per parameter vs pogo-torch")
     layer_rows = []
-    for layers in (200, 1000):
+    for layers in (200, 1000) if not args.dry_run else (5,):
         if time.perf_counter() > deadline - 20:
             skipped.append(f"many layers x {layers}")
             continue
-        layer_rows += many_layers(layers, 64, "cuda", repeats=args.repeats)
+        layer_rows += many_layers(
+            layers, 64 if not args.dry_run else 8, device, repeats=args.repeats
+        )
     report["many_layers"] = layer_rows
     log(many_layers_markdown(layer_rows) if layer_rows else "(skipped)")
     log("\n## CUDA graph of a capturable step (200 layers of 64x64)")
-    if time.perf_counter() < deadline:
+    if args.dry_run:
+        skipped.append("CUDA graph (dry run)")
+    elif time.perf_counter() < deadline:
         report["graph"] = _graph(200, 64, args.repeats)
         g = report["graph"]
         log(
