@@ -608,7 +608,7 @@ def run(ctx: RunContext) -> Result:
         result.notes.append(
             f"Our POGO vs the authors' pogo-torch at B={big}: their time per iteration is "
             f"{timing[(pt, big)] / timing[(specs[0].name, big)]:.2f}x ours (>1: ours faster; "
-            "3 interleaved rounds)."
+            "one round after a warm-up, interleaved with the other methods)."
         )
     result.notes.append(
         f"torch {torch.__version__}, float32, {ctx.device}, 1 torch thread in every part "
