@@ -19,16 +19,20 @@ TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100"]
 def _run(cmd, **kw):
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
     if proc.returncode != 0:
-        pytest.fail(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
-                    f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        pytest.fail(
+            f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
+            f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
     return proc
 
 
 @pytest.fixture(scope="session")
 def core_wheel(uv, root, tmp_path_factory):
     out = tmp_path_factory.mktemp("core-dist")
-    _run([uv, "build", "--package", "icml26-core", "--wheel", "--no-sources", "-o", str(out)],
-         cwd=root)
+    _run(
+        [uv, "build", "--package", "icml26-core", "--wheel", "--no-sources", "-o", str(out)],
+        cwd=root,
+    )
     return next(out.glob("icml26_core-*.whl"))
 
 
@@ -39,16 +43,38 @@ def _declares(deps, dist):
 
 def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path):
     name, imp = meta["name"], meta["name"].replace("-", "_")
-    _run([uv, "build", "--package", name, "--wheel", "--no-sources", "-o", str(tmp_path / "dist")],
-         cwd=root)
+    _run(
+        [uv, "build", "--package", name, "--wheel", "--no-sources", "-o", str(tmp_path / "dist")],
+        cwd=root,
+    )
     wheel = next((tmp_path / "dist").glob(f"{imp}-*.whl"))
     venv = tmp_path / "venv"
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
     _run([uv, "venv", "--python", py, "-q", str(venv)])
     python = venv / "bin" / "python"
-    # the same overrides as the workspace's (see shared/lm-overrides.txt)
-    _run([uv, "pip", "install", "--python", str(python), "-q", str(core_wheel),
-          f"{wheel}[repro]", *TEST_TOOLS, "--override", str(root / "shared/lm-overrides.txt")])
+    # What `pip install NAME` resolves: uv's resolver on the same metadata, with no
+    # workspace overrides (uv only for speed: it links from its cache instead of copying
+    # torch into every venv; CI's package-alone job does the same with plain pip).
+    _run([uv, "pip", "install", "--python", str(python), "-q", str(core_wheel), str(wheel)])
+    _run([str(python), "-c", f"import {imp}"])  # the method alone, without [repro]
+    _run(
+        [
+            uv,
+            "pip",
+            "install",
+            "--python",
+            str(python),
+            "-q",
+            str(core_wheel),
+            f"{wheel}[repro]",
+            *TEST_TOOLS,
+        ]
+    )
+    for never in ("llama_cpp", "llm"):  # nothing compiles C++ or pulls a CLI app
+        probe = _run(
+            [str(python), "-c", f"import importlib.util as u; print(u.find_spec({never!r}))"]
+        )
+        assert probe.stdout.strip() == "None", f"{name}[repro] pulled {never}"
     # torch only where the package (or its extra) declares it
     extras = meta.get("optional-dependencies", {}).values()
     all_deps = meta.get("dependencies", []) + [d for group in extras for d in group]
@@ -63,10 +89,45 @@ def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path)
         "markers =\n    slow: slow\n    gpu: needs CUDA\n"
     )
     proc = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "icml26_core.testing.plugin",
-         "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), str(tests)],
-        capture_output=True, text=True, check=False, cwd=tmp_path,
+        [
+            str(python),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "icml26_core.testing.plugin",
+            "-c",
+            str(tmp_path / "pytest.ini"),
+            "--rootdir",
+            str(tmp_path),
+            str(tests),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, f"{name}'s tests failed from its wheel:\n{proc.stdout[-6000:]}"
     imported = _run([str(python), "-c", f"import {imp}; print({imp}.__file__)"]).stdout
     assert "site-packages" in imported
+    # the experiment runs from the wheel too, and writes its result
+    out = tmp_path / "smoke"
+    proc = subprocess.run(
+        [
+            str(venv / "bin" / "icml26"),
+            "run",
+            name,
+            "--scale",
+            "smoke",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, f"{name}'s smoke run failed from its wheel:\n{proc.stdout[-4000:]}"
+    assert (out / "result.json").is_file()

@@ -31,9 +31,43 @@ def fake_registry(monkeypatch):
 
 
 def test_list_survives_a_broken_plugin(fake_registry, capsys):
-    assert main(["list"]) == 0
+    assert main(["list", "--load"]) == 0
     out = capsys.readouterr().out
     assert "good" in out and "broken" in out and "failed to load" in out
+
+
+def test_list_reads_metadata_without_importing(fake_registry, capsys, monkeypatch):
+    def boom(name):
+        raise AssertionError("plain `icml26 list` must not import experiments")
+
+    monkeypatch.setattr(registry, "load", boom)
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "good" in out and "broken" in out
+
+
+def test_run_names_a_missing_extra_before_any_work(fake_registry, monkeypatch, capsys):
+    entry = registry.ExperimentEntry("good", "1.0", "s", "good-dist")
+    monkeypatch.setattr(registry, "entries", lambda: [entry])
+    monkeypatch.setattr(
+        registry,
+        "missing_requirements",
+        lambda dist, extra: ["matplotlib>=3.8"] if dist == "good-dist" else [],
+    )
+
+    def boom(name):
+        raise AssertionError("must not load the experiment when its extra is missing")
+
+    monkeypatch.setattr(registry, "load", boom)
+    assert main(["run", "good", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "matplotlib>=3.8" in err and 'pip install "good-dist[repro]"' in err
+
+
+def test_missing_requirements_reads_installed_metadata():
+    assert registry.missing_requirements("icml26-core", "stats") == []
+    assert registry.missing_requirements("no-such-dist-xyz") == ["no-such-dist-xyz[repro]"]
 
 
 def test_run_writes_results(fake_registry, tmp_path, capsys):
@@ -73,7 +107,9 @@ def test_report_without_results(tmp_path, capsys):
 def test_bad_scale_exits_2_with_one_line():
     proc = subprocess.run(
         [sys.executable, "-m", "icml26_core.cli", "run", "x", "--scale", "huge"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "invalid choice" in proc.stderr

@@ -187,3 +187,97 @@ def test_every_power_grid_loads():
 def test_unknown_power_grid():
     with pytest.raises(ValueError, match=r"known: .*case14.*case9241pegase"):
         load_power_grid("case15")
+
+
+# ---- import graphs of installed packages: load_graph("imports:<package>") ----------------
+
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+
+
+def _write(root, rel, text=""):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+@pytest.fixture
+def fakepkg(tmp_path, monkeypatch):
+    """A package with two labelled subpackages, tests and vendored code to leave out."""
+    root = tmp_path / "fakepkg_icml26"
+    _write(root, "__init__.py", "from . import alpha\n")
+    _write(root, "util.py", "import os\ndef helper(x): return x\n")
+    for sub, n in (("alpha", 10), ("beta", 10), ("tiny", 2)):
+        _write(root, f"{sub}/__init__.py", "")
+        for i in range(n):
+            body = "from fakepkg_icml26 import util\n" if i == 0 else f"from .m{i - 1} import f\n"
+            _write(root, f"{sub}/m{i}.py", body + f"def f(value_{sub}): return {i}\n")
+    _write(root, "beta/m0.py", "from ..alpha import m3\nimport fakepkg_icml26.tiny.m1\n")
+    _write(root, "tests/__init__.py", "")
+    _write(root, "tests/test_a.py", "from fakepkg_icml26 import alpha\n")
+    _write(root, "externals/__init__.py", "")
+    _write(root, "externals/six.py", "import fakepkg_icml26\n")
+    _write(root, "data/notapackage.py", "import fakepkg_icml26\n")  # no __init__.py
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path / "cache"))
+    yield "fakepkg_icml26"
+    sys.modules.pop("fakepkg_icml26", None)
+
+
+def test_nodes_edges_labels_of_a_package(fakepkg):
+    g = load_graph(f"imports:{fakepkg}")
+    check_structure(g)
+    names = set(g.node_names)
+    assert len(names) == 2 + 3 + 22  # root, util, 3 subpackage inits, 22 modules
+    assert not any(".tests" in n or ".externals" in n or ".data" in n for n in names)
+    assert g.label_names == ("alpha", "beta", "other")  # 'tiny' has < 10 modules
+    label = {n: g.label_names[y] for n, y in zip(g.node_names, g.y, strict=True)}
+    assert label["fakepkg_icml26.alpha.m3"] == "alpha" and label["fakepkg_icml26.util"] == "other"
+    assert label["fakepkg_icml26.tiny.m0"] == "other" and label["fakepkg_icml26"] == "other"
+    idx = {n: i for i, n in enumerate(g.node_names)}
+    pairs = set(zip(g.edge_index[0].tolist(), g.edge_index[1].tolist(), strict=True))
+
+    def edge(a, b):
+        return (idx[f"fakepkg_icml26.{a}"], idx[f"fakepkg_icml26.{b}"]) in pairs
+
+    assert edge("beta.m0", "alpha.m3")  # relative import across subpackages
+    assert edge("beta.m0", "tiny.m1")  # absolute dotted import
+    assert edge("alpha.m0", "util") and edge("alpha.m2", "alpha.m1")
+    util = idx["fakepkg_icml26.util"]
+    neighbours = {g.node_names[b] for a, b in pairs if a == util}
+    assert neighbours == {"fakepkg_icml26.alpha.m0", "fakepkg_icml26.tiny.m0"}  # not os
+    assert g.meta["package"] == fakepkg and "not a citation graph" in g.meta["description"]
+    col = g.feature_names.index("helper") if "helper" in g.feature_names else None
+    assert col is None or g.x[idx["fakepkg_icml26.util"], col] == 1.0  # exact: 0/1 indicator
+
+
+def test_import_graph_is_cached_per_version(fakepkg, tmp_path, monkeypatch):
+    first = load_graph(f"imports:{fakepkg}")
+    files = list((tmp_path / "cache").rglob("graph-imports-*"))
+    assert len(files) == 1
+    from icml26_core.datasets import graphs
+
+    with monkeypatch.context() as m:
+        m.setattr(graphs, "_build_package_graph", lambda p: pytest.fail("rebuilt"))
+        again = load_graph(f"imports:{fakepkg}")
+    np.testing.assert_array_equal(again.edge_index, first.edge_index)
+    # no distribution metadata: the key follows the files, so an edited module rebuilds
+    _write(tmp_path / fakepkg, "util.py", "import os\nfrom .alpha import m5\n")
+    changed = load_graph(f"imports:{fakepkg}")
+    assert changed.num_edges == first.num_edges + 1  # the new edge util -- alpha.m5
+    assert len(list((tmp_path / "cache").rglob("graph-imports-*"))) == 2
+
+
+def test_a_real_installed_package():
+    g = load_graph("imports:rich")
+    check_structure(g)
+    assert g.num_nodes > 50 and g.meta["distribution"] == "rich" and g.meta["package_version"]
+
+
+def test_bad_packages():
+    with pytest.raises(ValueError, match="not installed"):
+        load_graph("imports:no_such_package_here")
+    with pytest.raises(ValueError, match="single module or a namespace package"):
+        load_graph("imports:typing_extensions")
+    with pytest.raises(ValueError, match="top-level package name"):
+        load_graph("imports:scipy.linalg")

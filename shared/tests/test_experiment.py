@@ -54,8 +54,14 @@ def test_superior_builder_reads_like_the_claim():
     rng = np.random.default_rng(0)
     base = rng.uniform(1, 2, size=10)
     ours = base * 0.8
-    c = Claim.superior("ours has a lower error", ours, base, names=("ours", "sklearn"),
-                       metric="rel. error", higher_is_better=False)
+    c = Claim.superior(
+        "ours has a lower error",
+        ours,
+        base,
+        names=("ours", "sklearn"),
+        metric="rel. error",
+        higher_is_better=False,
+    )
     assert c.verdict == "holds"
     assert c.evidence is not None and c.evidence.n == 10
     assert "ours" in c.rule and "lower is better" in c.rule
@@ -72,16 +78,18 @@ def test_non_inferior_builder_needs_a_margin():
     a = np.linspace(1, 2, 12)
     c = Claim.non_inferior("matches", a - 0.01, a, margin=0.05)
     assert c.verdict == "holds" and c.values["margin"] == pytest.approx(0.05)
-    rel = Claim.non_inferior("matches", a * 1.02, a, margin=0.05, log_ratio=True,
-                             higher_is_better=False)
+    rel = Claim.non_inferior(
+        "matches", a * 1.02, a, margin=0.05, log_ratio=True, higher_is_better=False
+    )
     assert rel.verdict == "holds"
 
 
 def test_slope_faster_and_win_rate_builders():
     t = np.logspace(0, 3, 12)
     assert Claim.slope("err ~ 1/t", t, 2 / t, expected=-1, tol=0.05).verdict == "holds"
-    fast = Claim.faster("2x faster", [1.0, 1.1, 0.9, 1.0, 1.05], [3.0, 3.1, 2.9, 3.0, 3.2],
-                        at_least=2.0)
+    fast = Claim.faster(
+        "2x faster", [1.0, 1.1, 0.9, 1.0, 1.05], [3.0, 3.1, 2.9, 3.0, 3.2], at_least=2.0
+    )
     assert fast.verdict == "holds"
     games = Claim.win_rate("as strong", 90, 20, 90, threshold=0.4)
     assert games.verdict == "holds" and games.values["draws"] == 20
@@ -107,12 +115,12 @@ def test_three_verdicts_round_trip_through_result_json_and_report(tmp_path):
         Claim.check("cannot tell", "r", {"a": math.nan}, lambda v: True),
         Claim.all_of("parts", [Claim.superior("p", base + 1, base)]),
     ]
-    result = Result(tables=[Table("t", ["m"], [{"m": 1}])], claims=claims, name="three",
-                    scale="smoke")
+    result = Result(
+        tables=[Table("t", ["m"], [{"m": 1}])], claims=claims, name="three", scale="smoke"
+    )
     result.write(tmp_path / "three")
     again = Result.read(tmp_path / "three" / "result.json")
-    assert [c.verdict for c in again.claims] == ["holds", "does not hold", "inconclusive",
-                                                 "holds"]
+    assert [c.verdict for c in again.claims] == ["holds", "does not hold", "inconclusive", "holds"]
     assert again.claims[0].evidence == claims[0].evidence
     assert again.claims[3].parts[0].evidence == claims[3].parts[0].evidence
     md = (tmp_path / "three" / "result.md").read_text()
@@ -122,9 +130,12 @@ def test_three_verdicts_round_trip_through_result_json_and_report(tmp_path):
 
 
 def test_old_result_json_without_evidence_still_reads(tmp_path):
-    old = {"claims": [{"statement": "s", "rule": "r", "values": {"a": 1}, "holds": True,
-                       "verdict": "holds"}, {"statement": "s", "rule": "r", "values": {},
-                                             "holds": False}]}
+    old = {
+        "claims": [
+            {"statement": "s", "rule": "r", "values": {"a": 1}, "holds": True, "verdict": "holds"},
+            {"statement": "s", "rule": "r", "values": {}, "holds": False},
+        ]
+    }
     r = Result.from_dict(old)
     assert [c.verdict for c in r.claims] == ["holds", "does not hold"]
 
@@ -216,8 +227,15 @@ def test_write_report_without_results(tmp_path):
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(None, "-"), (0.5, "0.5"), (1.23456e-5, "1.235e-05"), (float("inf"), "-"), (True, "yes"),
-     (3, "3"), ("x", "x")],
+    [
+        (None, "-"),
+        (0.5, "0.5"),
+        (1.23456e-5, "1.235e-05"),
+        (float("inf"), "-"),
+        (True, "yes"),
+        (3, "3"),
+        ("x", "x"),
+    ],
 )
 def test_format_value(value, text):
     assert format_value(value) == text

@@ -241,8 +241,9 @@ def test_ratio_of_medians_and_its_decisions(rng):
 
 def test_paired_timings(rng):
     base = rng.uniform(1, 2, size=10)
-    ev = stats.ratio_of_medians(base, base * 1.5 * rng.uniform(0.99, 1.01, 10), paired=True,
-                                at_least=1.2)
+    ev = stats.ratio_of_medians(
+        base, base * 1.5 * rng.uniform(0.99, 1.01, 10), paired=True, at_least=1.2
+    )
     assert ev.verdict == HOLDS and ev.n == 10
 
 

@@ -6,7 +6,7 @@ Examples:
     icml26 run enmf --scale smoke        # < 30 s, into results/smoke/enmf
     icml26 run --all --scale smoke
     icml26 report --readme               # results/REPORT.md and package READMEs
-    icml26 data list [--kind tabular] [--check]   # datasets, shapes, availability
+    icml26 data list [--kind tabular] [--check]   # datasets, models, shapes, availability
 """
 
 from __future__ import annotations
@@ -41,9 +41,19 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _cmd_list(args: argparse.Namespace, console: Console) -> int:
+    if not args.load:
+        # metadata only: nothing is imported, so this is instant however many plugins
+        table = RichTable(title="Registered experiments", title_justify="left")
+        for col in ("name", "version", "package summary"):
+            table.add_column(col, overflow="fold")
+        for e in registry.entries():
+            table.add_row(e.name, e.version, e.summary)
+        console.print(table)
+        console.print("[dim]`icml26 list --load` imports each experiment and shows its claim[/dim]")
+        return 0
     table = RichTable(title="Registered experiments", title_justify="left")
     for col in ("name", "version", "paper", "claim"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     broken = 0
     for info in registry.load_all():
         if info.experiment is None:
@@ -58,13 +68,28 @@ def _cmd_list(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _missing_extra(name: str) -> str | None:
+    """One line saying what to install if ``name[repro]`` is incomplete here, else None."""
+    dist = next((e.distribution for e in registry.entries() if e.name == name), "")
+    if not dist:
+        return None  # an entry point without a distribution (tests, editable oddities)
+    missing = registry.missing_requirements(dist, "repro")
+    if not missing:
+        return None
+    return (
+        f"{name}: its experiment needs {', '.join(missing)}, not installed here; "
+        f'install them with: pip install "{dist}[repro]"'
+    )
+
+
 def _run_one(name: str, args: argparse.Namespace, console: Console, out: Path) -> int:
     info = registry.load(name)
     if info.experiment is None:
         console.print(f"[red]{name}: failed to load: {info.error}[/red]")
         return 1
-    ctx = RunContext(scale=args.scale, device=args.device, seed=args.seed, out_dir=out,
-                     console=console)
+    ctx = RunContext(
+        scale=args.scale, device=args.device, seed=args.seed, out_dir=out, console=console
+    )
     console.rule(f"{name} {info.version} (scale {args.scale}, device {args.device})")
     try:
         result = execute(info.experiment, ctx, version=info.version)
@@ -80,10 +105,7 @@ def _run_one(name: str, args: argparse.Namespace, console: Console, out: Path) -
 
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
-    try:
-        args.device = resolve_device(args.device)
-    except ValueError as exc:
-        return _fail(str(exc))
+    # cheap checks first (names, extras), before anything imports torch
     if args.all == bool(args.name):
         return _fail("give exactly one experiment NAME, or --all")
     known = registry.names()
@@ -91,6 +113,15 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     for n in names:
         if n not in known:
             return _fail(f"no experiment named {n!r}; registered: {', '.join(known) or 'none'}")
+    problems = [m for m in map(_missing_extra, names) if m]
+    if problems:
+        for m in problems:
+            print(f"icml26: error: {m}", file=sys.stderr)
+        return 2
+    try:
+        args.device = resolve_device(args.device)
+    except ValueError as exc:
+        return _fail(str(exc))
     # Non-default scales get their own folder, so a smoke run never replaces the
     # default-scale result that `icml26 report --readme` shows.
     default_base = Path("results") if args.scale == "default" else Path("results") / args.scale
@@ -148,9 +179,30 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
     for col in ("kind", "name", "shape", "available", "load with", "license"):
         table.add_column(col, overflow="fold")
     missing = failed = 0
+    # --check loads every dataset (minutes on a cold cache): show which one is loading
+    bar = None
+    if args.check:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        bar = Progress(
+            TextColumn("loading {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=console,
+            transient=True,
+        )
+        bar.start()
+        task = bar.add_task("", total=len(infos))
     for info in infos:
+        if bar is not None:
+            bar.update(task, description=f"{info.kind}/{info.name}")
         if info.available():
             status = "[green]yes[/green]"
+            if info.detail is not None:
+                try:
+                    status = f"[green]yes[/green], {escape(info.detail())}"
+                except Exception as exc:
+                    status = f"[green]yes[/green] [yellow](status: {escape(str(exc))})[/yellow]"
             if args.check:
                 start = time.perf_counter()
                 try:
@@ -161,13 +213,25 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
                     status = f"[red]load failed: {escape(f'{type(exc).__name__}: {exc}')}[/red]"
         else:
             missing += 1
-            hint = escape(f"pip install 'icml26-core[{info.extra}]'")
+            hint = escape(info.install_hint)
             status = f"[yellow]no: {hint}[/yellow]"
-        table.add_row(info.kind, info.name, escape(info.shape), status, escape(info.call),
-                      escape(info.license))
+        if bar is not None:
+            bar.advance(task)
+        table.add_row(
+            info.kind,
+            info.name,
+            escape(info.shape),
+            status,
+            escape(info.call),
+            escape(info.license),
+        )
+    if bar is not None:
+        bar.stop()
     console.print(table)
-    console.print(f"[dim]{len(infos)} datasets, {len(infos) - missing} available here; "
-                  "every one is read from an installed package, never downloaded[/dim]")
+    console.print(
+        f"[dim]{len(infos)} datasets, {len(infos) - missing} available here; "
+        "every one is read from an installed package, never downloaded[/dim]"
+    )
     return 1 if failed else 0
 
 
@@ -175,28 +239,48 @@ def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the ``icml26`` command."""
     p = _Parser(prog="icml26", description="Run and report the icml26-optim experiments.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="list registered experiments")
+    lp = sub.add_parser("list", help="list registered experiments (reads metadata only)")
+    lp.add_argument(
+        "--load",
+        action="store_true",
+        help="import each experiment to show its paper and claim (slower)",
+    )
     r = sub.add_parser("run", help="run one experiment (or --all)")
     r.add_argument("name", nargs="?", help="experiment name (see `icml26 list`)")
     r.add_argument("--all", action="store_true", help="run every registered experiment")
-    r.add_argument("--scale", choices=SCALES, default="default",
-                   help="smoke (<30 s), default (<10 min on 2 CPU cores) or full (paper, GPU)")
+    r.add_argument(
+        "--scale",
+        choices=SCALES,
+        default="default",
+        help="smoke (<30 s), default (<10 min on 2 CPU cores) or full (paper, GPU)",
+    )
     r.add_argument("--device", default="auto", help=f"one of {DEVICE_CHOICES} or cuda:N")
     r.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
-    r.add_argument("--out", default=None,
-                   help="output folder (default results/NAME; results/SCALE/NAME for smoke, full)")
+    r.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default results/NAME; results/SCALE/NAME for smoke, full)",
+    )
     rep = sub.add_parser("report", help="gather results into results/REPORT.md")
     rep.add_argument("--results", default="results", help="folder of results (default results)")
-    rep.add_argument("--readme", action="store_true",
-                     help="also rewrite each package README's results section")
+    rep.add_argument(
+        "--readme", action="store_true", help="also rewrite each package README's results section"
+    )
     rep.add_argument("--packages", default="packages", help="folder of the packages")
-    data = sub.add_parser("data", help="the bundled datasets (icml26 data list)")
+    data = sub.add_parser("data", help="the bundled datasets and models (icml26 data list)")
     data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
     dl = data_sub.add_parser("list", help="each dataset with its shape and availability")
-    dl.add_argument("--kind", default=None,
-                    help="only this kind: tabular, image, text, graph, power_grid or game")
-    dl.add_argument("--check", action="store_true",
-                    help="also load every available dataset (exit 1 if one fails)")
+    dl.add_argument(
+        "--kind",
+        default=None,
+        help="only this kind: tabular, series, image, text, graph, power_grid, game, prompts "
+        "or model",
+    )
+    dl.add_argument(
+        "--check",
+        action="store_true",
+        help="also load every available dataset (exit 1 if one fails)",
+    )
     return p
 
 

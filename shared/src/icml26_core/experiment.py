@@ -106,11 +106,12 @@ def format_value(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float | np.floating):
-        if not math.isfinite(value):
+        x = float(value)
+        if not math.isfinite(x):
             return "-"
-        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
-            return f"{value:.3e}"
-        return f"{value:.4g}"
+        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+            return f"{x:.3e}"
+        return f"{x:.4g}"
     return str(value)
 
 
@@ -274,23 +275,41 @@ class Claim:
         Returns:
             The claim; ``values`` holds both samples under ``names``.
         """
+        if log_ratio and 0 < min_effect < 1:
+            raise ValueError(
+                f"with log_ratio, min_effect is a ratio >= 1 (e.g. 1.05 for 5%), got {min_effect}"
+            )
         threshold = (min_effect if min_effect > 0 else 1.0) if log_ratio else min_effect
         if paired:
-            ev = stats.paired_comparison(a, b, threshold=threshold,
-                                         higher_is_better=higher_is_better, test=test,  # type: ignore[arg-type]
-                                         log_ratio=log_ratio, alpha=alpha, names=names)
+            ev = stats.paired_comparison(
+                a,
+                b,
+                threshold=threshold,
+                higher_is_better=higher_is_better,
+                test=test,  # type: ignore[arg-type]
+                log_ratio=log_ratio,
+                alpha=alpha,
+                names=names,
+            )
         else:
             if log_ratio:
                 raise ValueError("log_ratio needs paired samples")
-            ev = stats.welch(a, b, threshold=threshold, higher_is_better=higher_is_better,
-                             alpha=alpha, names=names)
+            ev = stats.welch(
+                a,
+                b,
+                threshold=threshold,
+                higher_is_better=higher_is_better,
+                alpha=alpha,
+                names=names,
+            )
         better = "higher" if higher_is_better else "lower"
         by = f" by more than {format_value(threshold)}" if threshold not in (0.0, 1.0) else ""
-        rule = (f"{metric} ({better} is better): {names[0]} beats {names[1]}{by}; "
-                f"{ev.test}; holds if p < {alpha} and the CI lies above "
-                f"{format_value(threshold)}, does not hold if it lies below")
-        return cls(statement, rule, {names[0]: _samples(a), names[1]: _samples(b)},
-                   ev.verdict, ev)
+        rule = (
+            f"{metric} ({better} is better): {names[0]} beats {names[1]}{by}; "
+            f"{ev.test}; holds if p < {alpha} and the CI lies above "
+            f"{format_value(threshold)}, does not hold if it lies below"
+        )
+        return cls(statement, rule, {names[0]: _samples(a), names[1]: _samples(b)}, ev.verdict, ev)
 
     @classmethod
     def non_inferior(
@@ -340,25 +359,46 @@ class Claim:
         if log_ratio:
             if not paired:
                 raise ValueError("log_ratio needs paired samples")
-            ev = stats.paired_comparison(a, b, threshold=1.0 / (1.0 + margin),
-                                         higher_is_better=higher_is_better, test=test,  # type: ignore[arg-type]
-                                         log_ratio=True, alpha=alpha, names=names)
+            ev = stats.paired_comparison(
+                a,
+                b,
+                threshold=1.0 / (1.0 + margin),
+                higher_is_better=higher_is_better,
+                test=test,  # type: ignore[arg-type]
+                log_ratio=True,
+                alpha=alpha,
+                names=names,
+            )
             bound = f"the ratio's CI lies above 1/(1 + {format_value(margin)})"
         elif paired:
-            ev = stats.paired_comparison(a, b, threshold=-margin,
-                                         higher_is_better=higher_is_better, test=test,  # type: ignore[arg-type]
-                                         alpha=alpha, names=names)
+            ev = stats.paired_comparison(
+                a,
+                b,
+                threshold=-margin,
+                higher_is_better=higher_is_better,
+                test=test,  # type: ignore[arg-type]
+                alpha=alpha,
+                names=names,
+            )
             bound = f"the CI lies above -{format_value(margin)}"
         else:
-            ev = stats.welch(a, b, threshold=-margin, higher_is_better=higher_is_better,
-                             alpha=alpha, names=names)
+            ev = stats.welch(
+                a, b, threshold=-margin, higher_is_better=higher_is_better, alpha=alpha, names=names
+            )
             bound = f"the CI lies above -{format_value(margin)}"
         better = "higher" if higher_is_better else "lower"
-        rule = (f"{metric} ({better} is better): {names[0]} is worse than {names[1]} by less "
-                f"than the margin {format_value(margin)}{' (relative)' if log_ratio else ''}; "
-                f"{ev.test}; holds if p < {alpha} and {bound}, does not hold if it lies below")
-        return cls(statement, rule, {names[0]: _samples(a), names[1]: _samples(b),
-                                     "margin": float(margin)}, ev.verdict, ev)
+        rule = (
+            f"{metric} ({better} is better): {names[0]} is worse than {names[1]} by less "
+            f"than the margin {format_value(margin)}{' (relative)' if log_ratio else ''}; "
+            f"{ev.test}; holds if p < {alpha} and {bound}, does not hold if it lies below"
+        )
+        return cls(
+            statement,
+            rule,
+            {names[0]: _samples(a), names[1]: _samples(b), "margin": float(margin)},
+            ev.verdict,
+            ev,
+        )
 
     @classmethod
     def slope(
@@ -383,13 +423,24 @@ class Claim:
         Returns:
             The claim; ``values`` holds x and y.
         """
-        ev = stats.loglog_slope(x, y, expected=expected, tol=tol, alternative=alternative,  # type: ignore[arg-type]
-                                scale=scale, alpha=alpha)  # type: ignore[arg-type]
-        what = {"two-sided": f"within {format_value(tol)} of {format_value(expected)}",
-                "less": f"at most {format_value(expected + tol)}",
-                "greater": f"at least {format_value(expected - tol)}"}[alternative]
-        rule = (f"{metric}: fitted slope ({scale}) {what}; {ev.test}; decided by whether "
-                f"its CI lies inside or outside that range")
+        ev = stats.loglog_slope(
+            x,
+            y,
+            expected=expected,
+            tol=tol,
+            alternative=alternative,  # type: ignore[arg-type]
+            scale=scale,  # type: ignore[arg-type]
+            alpha=alpha,
+        )
+        what = {
+            "two-sided": f"within {format_value(tol)} of {format_value(expected)}",
+            "less": f"at most {format_value(expected + tol)}",
+            "greater": f"at least {format_value(expected - tol)}",
+        }[alternative]
+        rule = (
+            f"{metric}: fitted slope ({scale}) {what}; {ev.test}; decided by whether "
+            f"its CI lies inside or outside that range"
+        )
         return cls(statement, rule, {"x": _samples(x), "y": _samples(y)}, ev.verdict, ev)
 
     @classmethod
@@ -412,13 +463,21 @@ class Claim:
         Returns:
             The claim; ``values`` holds both samples of times.
         """
-        ev = stats.ratio_of_medians(times_a, times_b, at_least=at_least, paired=paired,
-                                    alpha=alpha, names=names)
-        rule = (f"time: median({names[1]}) / median({names[0]}) >= {format_value(at_least)}; "
-                f"{ev.test}; holds if p < {alpha} and the CI lies above "
-                f"{format_value(at_least)}, does not hold if it lies below")
-        return cls(statement, rule, {names[0]: _samples(times_a), names[1]: _samples(times_b)},
-                   ev.verdict, ev)
+        ev = stats.ratio_of_medians(
+            times_a, times_b, at_least=at_least, paired=paired, alpha=alpha, names=names
+        )
+        rule = (
+            f"time: median({names[1]}) / median({names[0]}) >= {format_value(at_least)}; "
+            f"{ev.test}; holds if p < {alpha} and the CI lies above "
+            f"{format_value(at_least)}, does not hold if it lies below"
+        )
+        return cls(
+            statement,
+            rule,
+            {names[0]: _samples(times_a), names[1]: _samples(times_b)},
+            ev.verdict,
+            ev,
+        )
 
     @classmethod
     def win_rate(
@@ -441,11 +500,18 @@ class Claim:
             The claim; ``values`` holds the counts.
         """
         ev = stats.win_rate(wins, draws, losses, threshold=threshold, alpha=alpha)
-        rule = (f"{names[0]}'s score against {names[1]} (wins + draws/2 per game) > "
-                f"{format_value(threshold)}; {ev.test}; holds if p < {alpha} and the CI "
-                f"lies above {format_value(threshold)}, does not hold if it lies below")
-        return cls(statement, rule, {"wins": int(wins), "draws": int(draws),
-                                     "losses": int(losses)}, ev.verdict, ev)
+        rule = (
+            f"{names[0]}'s score against {names[1]} (wins + draws/2 per game) > "
+            f"{format_value(threshold)}; {ev.test}; holds if p < {alpha} and the CI "
+            f"lies above {format_value(threshold)}, does not hold if it lies below"
+        )
+        return cls(
+            statement,
+            rule,
+            {"wins": int(wins), "draws": int(draws), "losses": int(losses)},
+            ev.verdict,
+            ev,
+        )
 
     @classmethod
     def all_of(cls, statement: str, parts: Iterable[Claim], rule: str = "") -> Claim:
@@ -467,8 +533,14 @@ class Claim:
             raise ValueError("all_of needs at least one part")
         verdict = stats.combine([p.verdict for p in parts])
         values = {f"part {i + 1}": p.verdict for i, p in enumerate(parts)}
-        return cls(statement, rule or f"every one of the {len(parts)} parts holds", values,
-                   verdict, None, parts)
+        return cls(
+            statement,
+            rule or f"every one of the {len(parts)} parts holds",
+            values,
+            verdict,
+            None,
+            parts,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (``holds`` kept beside ``verdict`` for old readers)."""

@@ -56,8 +56,9 @@ def verdict_counts(result: Result) -> dict[str, int]:
 
 def counts_text(counts: dict[str, int]) -> str:
     """``"2 hold, 1 does not, 0 inconclusive"`` for a :func:`verdict_counts` dict."""
-    return (f"{counts[HOLDS]} hold, {counts[DOES_NOT_HOLD]} do not, "
-            f"{counts[INCONCLUSIVE]} inconclusive")
+    return (
+        f"{counts[HOLDS]} hold, {counts[DOES_NOT_HOLD]} do not, {counts[INCONCLUSIVE]} inconclusive"
+    )
 
 
 def result_body_markdown(result: Result, *, heading_level: int = 2) -> str:
@@ -99,16 +100,15 @@ def print_result(result: Result, console: Console) -> None:
         console.print(rt)
         if t.note:
             console.print(f"[dim]{t.note}[/dim]")
-    for c in result.claims:
-        _print_claim(c, console)
+    for claim in result.claims:
+        _print_claim(claim, console)
     for n in result.notes:
         console.print(f"[dim]note: {n}[/dim]")
 
 
 def _print_claim(c: Claim, console: Console, indent: str = "") -> None:
     style = _STYLES[c.verdict]
-    console.print(f"{indent}[{style}]{c.verdict.upper()}[/{style}]: {c.statement}",
-                  highlight=False)
+    console.print(f"{indent}[{style}]{c.verdict.upper()}[/{style}]: {c.statement}", highlight=False)
     if c.evidence is not None:
         console.print(f"{indent}  {c.evidence.summary()}; {c.evidence.reason}", highlight=False)
     console.print(f"{indent}  [dim]rule: {c.rule}[/dim]", highlight=False)
@@ -139,8 +139,10 @@ def write_report(results_dir: str | Path = "results") -> Path:
     ]
     for r in results:
         k = verdict_counts(r)
-        lines.append(f"| [{r.name}](#{r.name}) | {r.scale} | {len(r.claims)} | {k[HOLDS]} | "
-                     f"{k[DOES_NOT_HOLD]} | {k[INCONCLUSIVE]} |")
+        lines.append(
+            f"| [{r.name}](#{r.name}) | {r.scale} | {len(r.claims)} | {k[HOLDS]} | "
+            f"{k[DOES_NOT_HOLD]} | {k[INCONCLUSIVE]} |"
+        )
     lines.append("")
     for r, p in zip(results, paths, strict=True):
         body = result_body_markdown(r, heading_level=3)

@@ -192,12 +192,27 @@ def decide(
     return INCONCLUSIVE, f"the interval contains {thr}"
 
 
-def _too_few(test: str, effect_name: str, n: int, need: int, threshold: float,
-             confidence: float, alpha: float) -> Evidence:
+def _too_few(
+    test: str,
+    effect_name: str,
+    n: int,
+    need: int,
+    threshold: float,
+    confidence: float,
+    alpha: float,
+) -> Evidence:
     return Evidence(
-        test=test, effect_name=effect_name, effect=math.nan, ci_low=math.nan,
-        ci_high=math.nan, confidence=confidence, p_value=None, n=n, threshold=threshold,
-        verdict=INCONCLUSIVE, reason=f"{n} finite samples, fewer than the {need} needed",
+        test=test,
+        effect_name=effect_name,
+        effect=math.nan,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        confidence=confidence,
+        p_value=None,
+        n=n,
+        threshold=threshold,
+        verdict=INCONCLUSIVE,
+        reason=f"{n} finite samples, fewer than the {need} needed",
         alpha=alpha,
     )
 
@@ -233,9 +248,14 @@ def bootstrap_ci(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = st.bootstrap(
-                samples, statistic, paired=paired, vectorized=True,
-                confidence_level=confidence, n_resamples=_BOOTSTRAP_RESAMPLES,
-                method=method, **_seed_kw(st.bootstrap),
+                samples,
+                statistic,
+                paired=paired,
+                vectorized=True,
+                confidence_level=confidence,
+                n_resamples=_BOOTSTRAP_RESAMPLES,
+                method=method,
+                **_seed_kw(st.bootstrap),
             )
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if math.isfinite(lo) and math.isfinite(hi):
@@ -258,8 +278,9 @@ def _median(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.median(x, axis=axis)
 
 
-def _orient(a: np.ndarray, b: np.ndarray, higher_is_better: bool, log: bool
-            ) -> tuple[np.ndarray, np.ndarray]:
+def _orient(
+    a: np.ndarray, b: np.ndarray, higher_is_better: bool, log: bool
+) -> tuple[np.ndarray, np.ndarray]:
     if log:
         if np.any(a[np.isfinite(a)] <= 0) or np.any(b[np.isfinite(b)] <= 0):
             raise ValueError("log-ratio comparisons need positive values in a and b")
@@ -332,11 +353,17 @@ def paired_comparison(
     if log_ratio:
         effect_name = f"ratio {a_name}/{b_name}" if higher_is_better else f"ratio {b_name}/{a_name}"
     else:
-        effect_name = (f"mean difference {a_name} - {b_name}" if higher_is_better
-                       else f"mean difference {b_name} - {a_name}")
+        effect_name = (
+            f"mean difference {a_name} - {b_name}"
+            if higher_is_better
+            else f"mean difference {b_name} - {a_name}"
+        )
     label = {"wilcoxon": "Wilcoxon signed-rank", "sign": "sign test", "t": "paired t"}[test]
-    test_desc = f"{label}, paired over {n}, one-sided, BCa bootstrap CI" if test != "t" else (
-        f"{label}, paired over {n}, one-sided, t CI")
+    test_desc = (
+        f"{label}, paired over {n}, one-sided, BCa bootstrap CI"
+        if test != "t"
+        else (f"{label}, paired over {n}, one-sided, t CI")
+    )
     if n < min_n:
         return _too_few(test_desc, effect_name, n, min_n, threshold, confidence, alpha)
     st = _scipy_stats()
@@ -364,8 +391,9 @@ def paired_comparison(
     if log_ratio:
         effect, lo, hi = math.exp(effect), math.exp(lo), math.exp(hi)
     verdict, reason = decide(lo, hi, threshold, p_value=p, alpha=alpha)
-    return Evidence(test_desc, effect_name, effect, lo, hi, confidence, p, n, threshold,
-                    verdict, reason, alpha)
+    return Evidence(
+        test_desc, effect_name, effect, lo, hi, confidence, p, n, threshold, verdict, reason, alpha
+    )
 
 
 def welch(
@@ -405,12 +433,16 @@ def welch(
     x, y = _orient(_as_1d(a, "a"), _as_1d(b, "b"), higher_is_better, False)
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
     a_name, b_name = names
-    effect_name = (f"mean difference {a_name} - {b_name}" if higher_is_better
-                   else f"mean difference {b_name} - {a_name}")
+    effect_name = (
+        f"mean difference {a_name} - {b_name}"
+        if higher_is_better
+        else f"mean difference {b_name} - {a_name}"
+    )
     test = f"Welch's t, {x.size} vs {y.size}, one-sided, t CI"
     if min(x.size, y.size) < min_n:
-        return _too_few(test, effect_name, int(x.size + y.size), min_n, threshold,
-                        confidence, alpha)
+        return _too_few(
+            test, effect_name, int(x.size + y.size), min_n, threshold, confidence, alpha
+        )
     st = _scipy_stats()
     effect = float(np.mean(x) - np.mean(y))
     if np.ptp(x) == 0 and np.ptp(y) == 0:
@@ -421,8 +453,20 @@ def welch(
         ci = st.ttest_ind(x, y, equal_var=False).confidence_interval(confidence)
         lo, hi = float(ci.low), float(ci.high)
     verdict, reason = decide(lo, hi, threshold, p_value=p, alpha=alpha)
-    return Evidence(test, effect_name, effect, lo, hi, confidence, p, int(x.size + y.size),
-                    threshold, verdict, reason, alpha)
+    return Evidence(
+        test,
+        effect_name,
+        effect,
+        lo,
+        hi,
+        confidence,
+        p,
+        int(x.size + y.size),
+        threshold,
+        verdict,
+        reason,
+        alpha,
+    )
 
 
 def win_rate(
@@ -481,8 +525,9 @@ def win_rate(
     score = k2 / (2 * n)
     lo, hi = float(ci_lo.low), float(ci_hi.high)
     verdict, reason = decide(lo, hi, threshold, p_value=p, alpha=alpha)
-    return Evidence(test, "score", score, lo, hi, confidence, p, n, threshold, verdict,
-                    reason, alpha)
+    return Evidence(
+        test, "score", score, lo, hi, confidence, p, n, threshold, verdict, reason, alpha
+    )
 
 
 def loglog_slope(
@@ -579,12 +624,12 @@ def loglog_slope(
             verdict, reason = DOES_NOT_HOLD, f"the whole interval lies outside {band}"
         else:
             verdict, reason = INCONCLUSIVE, f"the interval overlaps the edge of {band}"
-    return Evidence(test, "slope", slope, lo, hi, confidence, p, n, binding, verdict,
-                    reason, alpha)
+    return Evidence(test, "slope", slope, lo, hi, confidence, p, n, binding, verdict, reason, alpha)
 
 
-def _slope_side(lo: float, hi: float, bound: float, p: float, alpha: float, *, below: bool
-                ) -> tuple[str, str]:
+def _slope_side(
+    lo: float, hi: float, bound: float, p: float, alpha: float, *, below: bool
+) -> tuple[str, str]:
     b = _fmt(bound)
     if below:
         if hi < bound and p < alpha:
@@ -651,11 +696,14 @@ def ratio_of_medians(
     a_name, b_name = names
     effect_name = f"speed-up median({b_name}) / median({a_name})"
     how = "paired rounds" if paired else "unpaired"
-    test = (f"{'Wilcoxon signed-rank on log ratios' if paired else 'Mann-Whitney U'}, "
-            f"{xa.size} vs {xb.size} ({how}), one-sided, BCa bootstrap CI")
+    test = (
+        f"{'Wilcoxon signed-rank on log ratios' if paired else 'Mann-Whitney U'}, "
+        f"{xa.size} vs {xb.size} ({how}), one-sided, BCa bootstrap CI"
+    )
     if min(xa.size, xb.size) < min_n:
-        return _too_few(test, effect_name, int(xa.size + xb.size), min_n, at_least,
-                        confidence, alpha)
+        return _too_few(
+            test, effect_name, int(xa.size + xb.size), min_n, at_least, confidence, alpha
+        )
     st = _scipy_stats()
 
     def stat(ta: np.ndarray, tb: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -665,14 +713,18 @@ def ratio_of_medians(
     lo, hi = bootstrap_ci((xa, xb), stat, confidence=confidence, paired=paired)
     if paired:
         shifted = np.log(xb) - np.log(xa) - math.log(at_least)
-        p = 1.0 if np.all(shifted == 0) else float(
-            st.wilcoxon(shifted, alternative="greater").pvalue)
+        p = (
+            1.0
+            if np.all(shifted == 0)
+            else float(st.wilcoxon(shifted, alternative="greater").pvalue)
+        )
     else:
         p = float(st.mannwhitneyu(xb / at_least, xa, alternative="greater").pvalue)
     verdict, reason = decide(lo, hi, at_least, p_value=p, alpha=alpha)
     n = int(xa.size + xb.size) if not paired else int(xa.size)
-    return Evidence(test, effect_name, effect, lo, hi, confidence, p, n, at_least, verdict,
-                    reason, alpha)
+    return Evidence(
+        test, effect_name, effect, lo, hi, confidence, p, n, at_least, verdict, reason, alpha
+    )
 
 
 def combine(verdicts: Sequence[str]) -> str:

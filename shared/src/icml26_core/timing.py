@@ -92,8 +92,9 @@ class TimeComparison:
         """
         from icml26_core.stats import ratio_of_medians
 
-        return ratio_of_medians(self.times_a, self.times_b, at_least=at_least, paired=True,
-                                names=self.names)
+        return ratio_of_medians(
+            self.times_a, self.times_b, at_least=at_least, paired=True, names=self.names
+        )
 
 
 def compare_times(
@@ -152,8 +153,9 @@ def compare_times(
     return TimeComparison(tuple(names), tuple(ta), tuple(tb), int(warmup), threads)  # type: ignore[arg-type]
 
 
-def warm_budget(fn: Callable[[], Any], *, runs: int = 3, warmup: int = 1,
-                device: Any = "cpu") -> float:
+def warm_budget(
+    fn: Callable[[], Any], *, runs: int = 3, warmup: int = 1, device: Any = "cpu"
+) -> float:
     """Median wall time of ``runs`` warm calls of ``fn``: a budget that one cold run skews.
 
     Args:

@@ -59,8 +59,7 @@ def check_int(
         raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
-        raise ValueError(f"{name} must be an integer {_range_text(low, high, True, True)}, "
-                         f"got {v}")
+        raise ValueError(f"{name} must be an integer {_range_text(low, high, True, True)}, got {v}")
     return v
 
 
@@ -94,9 +93,15 @@ def check_float(
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         if getattr(value, "shape", None) == () and hasattr(value, "item"):
-            return check_float(name, value.item(), low=low, high=high,
-                               low_inclusive=low_inclusive, high_inclusive=high_inclusive,
-                               finite=finite)
+            return check_float(
+                name,
+                value.item(),
+                low=low,
+                high=high,
+                low_inclusive=low_inclusive,
+                high_inclusive=high_inclusive,
+                finite=finite,
+            )
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
     v = float(value)
     if math.isnan(v) or (finite and math.isinf(v)):

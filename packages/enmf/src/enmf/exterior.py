@@ -20,8 +20,10 @@ import scipy.sparse as sp
 
 from enmf._linalg import matmul_left, refine_small_error, squared_norm
 from enmf.hals import (
+    NO_PENALTY,
     Array,
     MatrixLike,
+    Penalty,
     SolverResult,
     Trace,
     _sweeps,
@@ -45,6 +47,8 @@ def exterior_solve(
     t_offset: float = 0.0,
     callback: Callable[[int, Array, Array], None] | None = None,
     inner: bool = True,
+    penalty: Penalty = NO_PENALTY,
+    stop: Callable[[float, float], bool] | None = None,
 ) -> SolverResult:
     """Run the exterior iterations from the exterior point ``(W_ext, H_ext)``.
 
@@ -78,6 +82,10 @@ def exterior_solve(
         t_offset: Seconds spent before the call, added to every trace time.
         callback: Called as ``callback(iteration, W^T, H)`` on the anchor.
         inner: Repeat the cheap sweeps per product (accelerated HALS).
+        penalty: L1/L2 penalties on the factors (:class:`~enmf.hals.Penalty`); the
+            restart test then compares the penalized objective.
+        stop: Called as ``stop(seconds, squared_error)`` after each iteration; the run
+            ends when it returns True.
 
     Returns:
         A :class:`~enmf.hals.SolverResult`; ``W`` and ``H`` are the last anchor
@@ -103,7 +111,7 @@ def exterior_solve(
     HXt_hat = matmul_left(H_hat, XT)  # (r, n) = (X H_hat^T)^T
     Wt = H = HXt = WtX = None  # the anchor and its products, set after iteration 1
     beta, beta_cap = beta0, 1.0
-    err2_prev = np.inf
+    obj_prev = np.inf
 
     trace = Trace()
     pg0: float | None = None
@@ -113,7 +121,7 @@ def exterior_solve(
     for it in range(1, max_iter + 1):
         # 1. W from the exterior H_hat, started at the exterior W_hat.
         Wt_new = Wt_hat.copy()
-        _sweeps(Wt_new, HXt_hat, H_hat @ H_hat.T, inner_W)
+        _sweeps(Wt_new, *penalty.apply(HXt_hat, H_hat @ H_hat.T, "W"), inner_W)
         WtX_new = matmul_left(Wt_new, X)
         # 2. Extrapolate W (exterior), products by linearity.
         if Wt is None or beta == 0.0:
@@ -123,7 +131,7 @@ def exterior_solve(
             WtX_hat = (1.0 + beta) * WtX_new - beta * WtX
         # 3. H from the exterior W_hat, started at the exterior H_hat.
         H_new = H_hat.copy()
-        _sweeps(H_new, WtX_hat, Wt_hat @ Wt_hat.T, inner_H)
+        _sweeps(H_new, *penalty.apply(WtX_hat, Wt_hat @ Wt_hat.T, "H"), inner_H)
         HXt_new = matmul_left(H_new, XT)
 
         # Anchor error and KKT residual from the products in hand.
@@ -131,11 +139,14 @@ def exterior_solve(
         HHt = H_new @ H_new.T
         err2 = max(x_norm2 - 2.0 * float(np.vdot(HXt_new, Wt_new)) + float(np.vdot(WtW, HHt)), 0.0)
         err2 = refine_small_error(X, err2, x_norm2, Wt_new, H_new)
-        pg = projected_gradient_norm2(Wt_new, HHt @ Wt_new - HXt_new)
-        pg += projected_gradient_norm2(H_new, WtW @ H_new - WtX_new)
+        A, B = penalty.apply(HXt_new, HHt, "W")
+        pg = projected_gradient_norm2(Wt_new, B @ Wt_new - A)
+        A, B = penalty.apply(WtX_new, WtW, "H")
+        pg += projected_gradient_norm2(H_new, B @ H_new - A)
+        objective = 0.5 * err2 + penalty.value(Wt_new, H_new) if penalty.active else err2
 
         # 4-5. Extrapolate H, or restart when the anchor got worse.
-        if Wt is not None and err2 > err2_prev:
+        if Wt is not None and objective > obj_prev:
             beta_cap = beta
             beta /= beta_cut
             Wt_hat, H_hat, HXt_hat = Wt_new, H_new, HXt_new
@@ -149,7 +160,7 @@ def exterior_solve(
                 beta = min(beta_cap, beta * beta_growth)
                 beta_cap = min(1.0, beta_cap * 1.01)
         Wt, H, HXt, WtX = Wt_new, H_new, HXt_new, WtX_new
-        err2_prev = err2
+        obj_prev = objective
 
         now = time.perf_counter() - t_start
         trace.record(now, err2)
@@ -161,6 +172,8 @@ def exterior_solve(
             converged = True
             break
         if time_limit is not None and now >= time_limit:
+            break
+        if stop is not None and stop(now, err2):
             break
 
     assert Wt is not None and H is not None

@@ -85,6 +85,58 @@ def inner_sweeps(cost_products: float, cost_sweep: float, alpha: float = 0.5) ->
     return int(min(10, 1 + np.floor(alpha * ratio)))
 
 
+@dataclass(frozen=True)
+class Penalty:
+    """Elementwise L1 and squared-L2 penalties on the factors (scikit-learn's ``alpha_W``...).
+
+    The objective is ``0.5 ||X - W H||_F^2 + l1_W ||W||_1 + 0.5 l2_W ||W||_F^2 +
+    l1_H ||H||_1 + 0.5 l2_H ||H||_F^2``; scikit-learn's ``NMF`` sets
+    ``l1_W = n_features * alpha_W * l1_ratio``, ``l2_W = n_features * alpha_W *
+    (1 - l1_ratio)`` and the same for ``H`` with ``n_samples`` and ``alpha_H``. In a HALS
+    sweep they enter as ``A - l1`` and ``B + l2 I`` (as in scikit-learn's cd solver).
+
+    Attributes:
+        l1_W, l1_H: L1 weights, >= 0.
+        l2_W, l2_H: Squared-L2 weights, >= 0.
+    """
+
+    l1_W: float = 0.0
+    l1_H: float = 0.0
+    l2_W: float = 0.0
+    l2_H: float = 0.0
+
+    def apply(self, A: Array, B: Array, which: str) -> tuple[Array, Array]:
+        """``(A - l1, B + l2 I)`` for factor ``which`` (``"W"`` or ``"H"``)."""
+        l1 = self.l1_W if which == "W" else self.l1_H
+        l2 = self.l2_W if which == "W" else self.l2_H
+        if l1:
+            A = A - l1
+        if l2:
+            B = B + l2 * np.eye(B.shape[0])
+        return A, B
+
+    def value(self, Wt: Array, H: Array) -> float:
+        """The penalty terms of the objective at ``(W, H)`` (``Wt`` is ``W^T``)."""
+        out = 0.0
+        if self.l1_W:
+            out += self.l1_W * float(np.abs(Wt).sum())
+        if self.l1_H:
+            out += self.l1_H * float(np.abs(H).sum())
+        if self.l2_W:
+            out += 0.5 * self.l2_W * float(np.vdot(Wt, Wt))
+        if self.l2_H:
+            out += 0.5 * self.l2_H * float(np.vdot(H, H))
+        return out
+
+    @property
+    def active(self) -> bool:
+        """Whether any weight is nonzero."""
+        return bool(self.l1_W or self.l1_H or self.l2_W or self.l2_H)
+
+
+NO_PENALTY = Penalty()
+
+
 @dataclass
 class Trace:
     """Per-iteration record of a solver run.
@@ -147,6 +199,8 @@ def hals_solve(
     t_offset: float = 0.0,
     callback: Callable[[int, Array, Array], None] | None = None,
     inner: bool = True,
+    penalty: Penalty = NO_PENALTY,
+    stop: Callable[[float, float], bool] | None = None,
 ) -> SolverResult:
     """Alternate HALS updates of ``W`` and ``H`` from the given start.
 
@@ -170,6 +224,9 @@ def hals_solve(
         callback: Called as ``callback(iteration, W^T, H)`` after each iteration
             (views of the working arrays: copy what you keep).
         inner: Whether to repeat the cheap sweeps (accelerated HALS).
+        penalty: L1/L2 penalties on the factors (:class:`Penalty`).
+        stop: Called as ``stop(seconds, squared_error)`` after each iteration; the run
+            ends when it returns True.
 
     Returns:
         A :class:`SolverResult`.
@@ -192,16 +249,15 @@ def hals_solve(
     it = 0
     for it in range(1, max_iter + 1):
         HXt = matmul_left(H, XT)  # (r, n) = (X H^T)^T
-        HHt = H @ H.T
-        grad_W = HHt @ Wt - HXt
-        pg = projected_gradient_norm2(Wt, grad_W)
-        _sweeps(Wt, HXt, HHt, inner_W)
+        A, B = penalty.apply(HXt, H @ H.T, "W")
+        pg = projected_gradient_norm2(Wt, B @ Wt - A)
+        _sweeps(Wt, A, B, inner_W)
 
         WtX = matmul_left(Wt, X)  # (r, m)
         WtW = Wt @ Wt.T
-        grad_H = WtW @ H - WtX
-        pg += projected_gradient_norm2(H, grad_H)
-        _sweeps(H, WtX, WtW, inner_H)
+        A, B = penalty.apply(WtX, WtW, "H")
+        pg += projected_gradient_norm2(H, B @ H - A)
+        _sweeps(H, A, B, inner_H)
 
         sq_err = squared_error_from_products(x_norm2, WtX, WtW, H)
         sq_err = refine_small_error(X, sq_err, x_norm2, Wt, H)
@@ -216,6 +272,8 @@ def hals_solve(
             converged = True
             break
         if time_limit is not None and now >= time_limit:
+            break
+        if stop is not None and stop(now, sq_err):
             break
 
     return SolverResult(

