@@ -29,10 +29,10 @@ PARAMETRIZATION = "torch orthogonal + Adam"
 
 #: Learning-rate grids of the orthogonal weights (4 values each).
 ORTH_GRIDS = {
-    "POGO-VAdam (ours)": (0.1, 0.2, 0.4, 0.8),
-    "pogo-torch VAdam (authors)": (0.1, 0.2, 0.4, 0.8),
-    "Landing VAdam": (0.1, 0.2, 0.4, 0.8),
-    "geoopt RiemannianAdam": (1e-2, 3e-2, 1e-1, 3e-1),
+    "POGO-VAdam (ours)": (0.2, 0.4, 0.8, 1.6),
+    "pogo-torch VAdam (authors)": (0.2, 0.4, 0.8, 1.6),
+    "Landing VAdam": (0.2, 0.4, 0.8, 1.6),
+    "geoopt RiemannianAdam": (3e-2, 1e-1, 3e-1, 1.0),
     PARAMETRIZATION: (1e-3, 3e-3, 1e-2, 3e-2),
     FLOOR: (0.0,),
 }

@@ -135,7 +135,7 @@ def _pca_part(ctx: RunContext, result: Result):
     grids = ctx.pick(
         {"sgd": (0.3,), "vadam": (0.1,), "adam": (1e-2,)},
         {
-            "sgd": (0.03, 0.1, 0.3, 1.0, 3.0),
+            "sgd": (0.03, 0.1, 0.3, 1.0, 3.0, 10.0),
             "vadam": (0.01, 0.03, 0.1, 0.3),
             "adam": (1e-3, 3e-3, 1e-2, 3e-2),
         },
@@ -427,8 +427,8 @@ def _quality_part(ctx: RunContext, result: Result):
     grid = (lambda *v: v) if ctx.scale != "smoke" else (lambda *v: v[2:3])
     specs = methods(
         sgd_lrs=grid(0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
-        adam_lrs=grid(3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0),
-        vadam_lrs=grid(0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
+        adam_lrs=grid(1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0),
+        vadam_lrs=grid(0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
     )
     specs.append(MethodSpec(FLOOR, (0.0,), _NoOpRunner))
     with _threads(1):
@@ -484,7 +484,9 @@ def _mlp_part(ctx: RunContext, result: Result):
             methods=mlp_methods,
             grids=grids,
         )
-        param_s = _network.seconds_per_step(_network.PARAMETRIZATION)
+        param_s = _network.seconds_per_step(
+            _network.PARAMETRIZATION, reps=ctx.pick(1, 3)
+        )
     steps = next(iter(mlp.values()))["steps"]
     m_table = Table(
         title=f"MLP 784-128-128-10 with orthogonal hidden layers on MNIST ({n_train} train / "
