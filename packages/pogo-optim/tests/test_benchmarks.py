@@ -25,8 +25,15 @@ def test_many_layers_benchmark_times_foreach_against_the_loop(monkeypatch):
 @pytest.mark.slow  # about 20 s of CPU: every method of the GPU script at tiny sizes
 def test_gpu_script_dry_run_writes_its_table(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "gpu_check.py"), "--dry-run", "--repeats", "2",
-         "--out", str(tmp_path)],
+        [
+            sys.executable,
+            str(BENCH / "gpu_check.py"),
+            "--dry-run",
+            "--repeats",
+            "2",
+            "--out",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

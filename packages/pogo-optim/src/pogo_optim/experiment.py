@@ -484,9 +484,7 @@ def _mlp_part(ctx: RunContext, result: Result):
             methods=mlp_methods,
             grids=grids,
         )
-        param_s = _network.seconds_per_step(
-            _network.PARAMETRIZATION, reps=ctx.pick(1, 3)
-        )
+        param_s = _network.seconds_per_step(_network.PARAMETRIZATION, reps=ctx.pick(1, 3))
     steps = next(iter(mlp.values()))["steps"]
     m_table = Table(
         title=f"MLP 784-128-128-10 with orthogonal hidden layers on MNIST ({n_train} train / "
