@@ -117,16 +117,13 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     rows = [r for n in args.layers for k in args.sizes for r in compare(n, k, device, args.repeats)]
     text = markdown(rows)
+    load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    footer = f"(torch {torch.__version__}, {torch.get_num_threads()} threads{load})"
     print(text)
-    print(
-        f"(torch {torch.__version__}, {torch.get_num_threads()} threads, load "
-        f"{os.getloadavg()[0]:.1f})"
-        if hasattr(os, "getloadavg")
-        else ""
-    )
+    print(footer)
     if args.out:
         with open(args.out, "w") as f:
-            f.write(text + "\n")
+            f.write(text + "\n\n" + footer + "\n")
 
 
 if __name__ == "__main__":
