@@ -177,6 +177,7 @@ def test_differentiable_step_passes_gradcheck(cls):
     assert p.grad_fn is None
 
 
+@pytest.mark.slow  # ~7 s: dynamo traces the step twice
 def test_torch_compile_compiles_the_step_once_not_per_step_count():
     from torch._dynamo.testing import CompileCounter
 
