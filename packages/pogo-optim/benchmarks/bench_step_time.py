@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from icml26_core.device import peak_memory_bytes, resolve_device, synchronize
 from pogo_optim._methods import methods
-from pogo_optim.experiment import _procrustes_loss
+from pogo_optim._procrustes import loss_of
 from rich.console import Console
 from rich.table import Table
 
@@ -52,7 +52,7 @@ def main() -> None:
             a = torch.randn(batch, k, 2 * k, generator=g).to(device) / k**0.5
             b = torch.randn(batch, k, 2 * k, generator=g).to(device) / k**0.5
             x0 = torch.linalg.qr(torch.randn(batch, k, k, generator=g))[0].to(device)
-            loss_fn = _procrustes_loss(a, b)
+            loss_fn = loss_of(a, b)
             times, mem = {}, {}
             for spec in specs:
                 runner = spec.build(x0, spec.lrs[0])

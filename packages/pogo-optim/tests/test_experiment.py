@@ -1,6 +1,8 @@
+import pytest
 from icml26_core.testing import check_experiment
 
 
+@pytest.mark.slow  # ~20 s of CPU (four parts, seven methods); the wheel smoke runs it too
 def test_experiment_smoke(tmp_path):
     result = check_experiment("pogo-optim", tmp_path)
     titles = " ".join(t.title for t in result.tables)

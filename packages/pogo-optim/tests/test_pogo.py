@@ -13,6 +13,7 @@ from pogo_optim import (
     landing_update,
     orthogonality_error,
     pogo_update,
+    project,
     random_stiefel,
     relative_gradient,
     vadam_direction,
@@ -296,3 +297,132 @@ def test_pogo_reaches_the_eigh_solution_on_digits_pca():
     explained = float(torch.trace(x.detach() @ c @ x.detach().T))
     gap = (evals[:p].sum() - explained) / evals[:p].sum()
     assert 0 <= gap < 1e-8
+
+
+# ------------------------------------------------------------------------ complex (unitary)
+def test_complex_relative_gradient_is_tangent():
+    g = torch.Generator().manual_seed(0)
+    x = random_stiefel(6, 4, 10, generator=g, dtype=torch.complex128)
+    d = torch.randn(x.shape, dtype=x.dtype, generator=g)
+    xr = x @ relative_gradient(x, d).mH
+    torch.testing.assert_close(xr, -xr.mH, atol=1e-12, rtol=0)  # skew-Hermitian
+
+
+@pytest.mark.parametrize("cls", [POGO, Landing])
+def test_complex_parameters_stay_unitary_and_reach_the_polar_solution(cls):
+    # min ||X A - B||^2 over unitary X (square, so ||X A|| is constant; U(n) is
+    # connected): the solution is the polar factor of B A^H
+    g = torch.Generator().manual_seed(2)
+    dt = torch.complex128
+    x0 = random_stiefel(6, 6, 6, generator=g, dtype=dt)
+    a = torch.randn(6, 6, 12, generator=g, dtype=dt) / 12**0.5
+    q = random_stiefel(6, 6, 6, generator=g, dtype=dt)
+    b = q @ a + 0.1 * torch.randn(6, 6, 12, generator=g, dtype=dt) / 12**0.5
+    u, _, vh = torch.linalg.svd(b @ a.mH)
+    x_star = u @ vh
+    x = torch.nn.Parameter(x0.clone())
+    opt = cls([x], lr=0.2, base="sgd", momentum=0.5)
+    worst = 0.0
+    for _ in range(200):
+        opt.zero_grad()
+        (x @ a - b).abs().square().sum().backward()
+        opt.step()
+        worst = max(worst, float(orthogonality_error(x.detach()).max()))
+    assert worst < (1e-6 if cls is POGO else 0.5)  # POGO: 5/8 max_step^6 per step
+    assert (x.detach() - x_star).abs().max() < 1e-4
+
+
+@pytest.mark.parametrize("base", ["vadam", "adam", "sgd"])
+def test_complex_matches_the_real_embedding_for_a_real_problem(base):
+    # a real problem run in complex arithmetic stays real and equals the real run
+    g = torch.Generator().manual_seed(3)
+    x0 = random_stiefel(3, 4, 9, generator=g, dtype=torch.float64)
+    target = torch.randn(3, 4, 9, generator=g, dtype=torch.float64)
+    runs = []
+    for dt in (torch.float64, torch.complex128):
+        x = torch.nn.Parameter(x0.to(dt, copy=True))
+        opt = POGO([x], lr=0.05, base=base, momentum=0.9 if base == "sgd" else 0.0)
+        for _ in range(20):
+            opt.zero_grad()
+            (x - target.to(dt)).abs().square().sum().backward()
+            opt.step()
+        runs.append(x.detach())
+    assert runs[1].imag.abs().max() < 1e-12
+    torch.testing.assert_close(runs[1].real, runs[0], atol=1e-12, rtol=0)
+
+
+# -------------------------------------------------------------- functional-form guards
+@pytest.mark.parametrize("update", [pogo_update, landing_update])
+def test_functional_forms_refuse_points_far_from_the_manifold(update):
+    g = torch.Generator().manual_seed(12)
+    x = random_stiefel(4, 3, 8, generator=g, dtype=torch.float64)
+    far = x + torch.randn(4, 3, 8, generator=g, dtype=torch.float64)  # distance ~ 3-5
+    d = torch.randn(4, 3, 8, generator=g, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"distance \|\|X X\^H - I\|\|_F = .* >= 1.*project"):
+        update(far, d, 0.1)
+    with pytest.raises(ValueError, match="direction must match x"):
+        update(x, d[..., :5], 0.1)
+    with pytest.raises(ValueError, match="p <= n"):
+        update(x.mT.contiguous(), d.mT.contiguous(), 0.1)
+    with pytest.raises(ValueError, match=r"lr must be >= 0\.0"):
+        update(x, d, -0.1)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        update(x, torch.full_like(d, float("nan")), 0.1)
+    # inside distance 1 the functional form pulls the point back without blowing up
+    near = project(x) + 0.05 * torch.randn(4, 3, 8, generator=g, dtype=torch.float64)
+    for _ in range(20):
+        near = update(near, torch.zeros_like(near), 0.2)
+    assert orthogonality_error(near).max() < 1e-3
+
+
+def test_pogo_update_validates_its_hyperparameters():
+    x = random_stiefel(3, 8, generator=torch.Generator(), dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"max_step must be > 0\.0 and <= 1\.0"):
+        pogo_update(x, x, 0.1, max_step=2.0)
+    with pytest.raises(ValueError, match="normalization_order must be an integer >= 1"):
+        pogo_update(x, x, 0.1, normalization_order=7)
+    with pytest.raises(TypeError, match="must be real floating point or complex"):
+        pogo_update(x.long(), x.long(), 0.1)
+
+
+def test_square_matrices_keep_the_sign_of_their_determinant():
+    g = torch.Generator().manual_seed(13)
+    x0 = random_stiefel(6, 5, 5, generator=g, dtype=torch.float64)
+    x0[:3, 0] *= -1  # three reflections (det -1), three rotations (det +1)
+    signs = torch.linalg.det(x0).sign()
+    reflect = torch.eye(5, dtype=torch.float64)
+    reflect[0, 0] = -1
+    x = torch.nn.Parameter(x0.clone())
+    opt = POGO([x], lr=0.2, base="sgd", momentum=0.9)
+    for _ in range(200):
+        opt.zero_grad()
+        (x - reflect).square().sum().backward()  # every matrix is pulled towards det -1
+        opt.step()
+    assert torch.equal(torch.linalg.det(x.detach()).sign(), signs)
+
+
+# ------------------------------------------------------------ the authors' release
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_matches_the_authors_pogo_torch(dtype):
+    pogo = pytest.importorskip("pogo")
+    base = pytest.importorskip("pogo.base")
+    g = torch.Generator().manual_seed(14)
+    x0 = random_stiefel(6, 4, 10, generator=g, dtype=dtype)
+    a = torch.randn(6, 10, 12, generator=g, dtype=dtype)
+    b = torch.randn(6, 4, 12, generator=g, dtype=dtype)
+    theirs = torch.nn.Parameter(x0.clone())
+    ours = torch.nn.Parameter(x0.clone())
+    # their default step is a Newton-Schulz normalization without a step cap: our
+    # normalization_order=1, max_step=1 (the cap never binds at lr 0.05 with VectorAdam)
+    opts = [
+        pogo.POGO([theirs], base.VectorAdam(), 0.05),
+        POGO([ours], lr=0.05, normalization_order=1, max_step=1.0),
+    ]
+    for _ in range(40):
+        for x, opt in zip((theirs, ours), opts, strict=True):
+            opt.zero_grad()
+            (x @ a - b).abs().square().sum().backward()
+            opt.step()
+    # equal up to the orthogonality error of the iterates (~1e-7 at order 1): their
+    # relative gradient uses X X^H D, ours D, which agree on the manifold only
+    torch.testing.assert_close(ours.detach(), theirs.detach(), atol=1e-6, rtol=0)

@@ -1,7 +1,7 @@
 """POGO: fast optimization under orthogonality (Stiefel) constraints, for torch.
 
 ``POGO`` is a :class:`torch.optim.Optimizer` that keeps matrices (or batches of
-matrices) with orthonormal rows or columns on the Stiefel manifold using 4 batched
+matrices) with orthonormal rows or columns on the Stiefel manifold using 5 batched
 matrix products per step, on top of a base rule (SGD with momentum, Adam,
 VectorAdam). ``Landing`` (Ablin et al., 2024) is included as a baseline.
 """
