@@ -137,7 +137,7 @@ def sequence_acceptance_length(alphas: Any, gamma: int) -> Any:
         expect += prefix * cycles[..., i + k + 1]
         cycles[..., i] = 1.0 + expect
     out = s / cycles[..., 0]
-    return torch.from_numpy(out) if is_tensor else out
+    return torch.as_tensor(np.asarray(out)) if is_tensor else out
 
 
 @dataclass
