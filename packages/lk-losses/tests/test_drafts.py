@@ -34,16 +34,26 @@ def test_vocab_mapped_lm_maps_inputs_and_outputs():
 def test_mapped_draft_decodes_exactly_with_a_real_target():
     from icml26_core.lm import tiny_llama
 
-    target = tiny_llama("1M", 40, seed=3, num_hidden_layers=1, hidden_size=32,
-                        intermediate_size=64, num_attention_heads=2, num_key_value_heads=2,
-                        initializer_range=0.3).eval()
+    target = tiny_llama(
+        "1M",
+        40,
+        seed=3,
+        num_hidden_layers=1,
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        initializer_range=0.3,
+    ).eval()
     vocab = torch.arange(0, 40, 2)  # the even tokens
     draft = tiny_draft_lm(vocab, 40, hidden_size=16, num_attention_heads=2, seed=1).eval()
     ids = torch.tensor([[1, 2, 3, 4]])
-    out = speculative_generate(target, draft, ids, gamma=3, max_new_tokens=10, temperature=0,
-                               draft_vocab=vocab)
-    ref = target.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=10,
-                          do_sample=False, pad_token_id=0)
+    out = speculative_generate(
+        target, draft, ids, gamma=3, max_new_tokens=10, temperature=0, draft_vocab=vocab
+    )
+    ref = target.generate(
+        ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=False, pad_token_id=0
+    )
     assert torch.equal(out.tokens, ref)
     with pytest.raises(ValueError, match="draft vocabulary"):
         speculative_generate(target, draft, ids, max_new_tokens=2)  # no draft_vocab
@@ -57,8 +67,12 @@ def test_feature_head_shapes_and_training_signal():
     nxt = torch.randint(0, 30, (2, 6), generator=g)
     logits = head(hidden, nxt)
     assert logits.shape == (2, 6, 5)
-    assert [n for n, _ in head.named_parameters()] == ["inp.weight", "inp.bias", "out.weight",
-                                                       "out.bias"]
+    assert [n for n, _ in head.named_parameters()] == [
+        "inp.weight",
+        "inp.bias",
+        "out.weight",
+        "out.bias",
+    ]
     target = torch.randn(2, 6, 5, generator=g).log_softmax(-1) - 0.2  # mass 0.82 on V_d
     opt = torch.optim.Adam(head.parameters(), lr=0.05)
     before = float(acceptance_rate(logits.detach(), target, renormalize_target=False).mean())

@@ -16,8 +16,13 @@ def test_experiment_smoke(tmp_path):
     for r in acc.rows:
         assert 0.0 <= r["alpha T=1"] <= 1.0 and 0.0 <= r["alpha T=0"] <= 1.0
         assert 1.0 <= r["tau/window"] <= 3.0 + 1e-9  # gamma <= 2 at smoke scale
-    assert {r["loss"] for r in toy.rows} == {"kl", "tv", "log_alpha", "hybrid",
-                                             "mean target (floor)"}
+    assert {r["loss"] for r in toy.rows} == {
+        "kl",
+        "tv",
+        "log_alpha",
+        "hybrid",
+        "mean target (floor)",
+    }
     assert {r["mode"] for r in decode.rows} == {"greedy", "sampled"}
     for r in decode.rows:
         assert r["median s"] > 0 and math.isfinite(r["speed-up"])

@@ -170,8 +170,13 @@ def test_reduced_draft_vocabulary_keeps_the_target_distribution():
     gen = torch.Generator().manual_seed(3)
     for _ in range(600):
         out = speculative_generate(
-            _markov(target), _markov(draft_sub), torch.zeros(4, 1, dtype=torch.long),
-            gamma=2, max_new_tokens=3, generator=gen, draft_vocab=vocab,
+            _markov(target),
+            _markov(draft_sub),
+            torch.zeros(4, 1, dtype=torch.long),
+            gamma=2,
+            max_new_tokens=3,
+            generator=gen,
+            draft_vocab=vocab,
         )
         for row in out.tokens[:, 1:].tolist():
             counts[tuple(row)] += 1
@@ -180,8 +185,13 @@ def test_reduced_draft_vocabulary_keeps_the_target_distribution():
     expected = expected / expected.sum() * observed.sum()
     assert _chi2_pvalue(observed, expected) > 1e-3
     greedy = speculative_generate(
-        _markov(target), _markov(draft_sub), [1], gamma=3, max_new_tokens=12,
-        temperature=0, draft_vocab=vocab,
+        _markov(target),
+        _markov(draft_sub),
+        [1],
+        gamma=3,
+        max_new_tokens=12,
+        temperature=0,
+        draft_vocab=vocab,
     )
     seq = [1]
     for _ in range(12):
@@ -229,8 +239,14 @@ def test_greedy_equals_target_greedy_decoding():
 def _llamas():
     from icml26_core.lm import tiny_llama
 
-    kw = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
-          "num_attention_heads": 2, "num_key_value_heads": 2, "initializer_range": 0.2}
+    kw = {
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "initializer_range": 0.2,
+    }
     target = tiny_llama("1M", 48, seed=0, **kw).eval()
     draft = tiny_llama("1M", 48, seed=0, **kw).eval()
     with torch.no_grad():  # a draft close to the target, so that drafts get accepted
@@ -245,14 +261,21 @@ def test_greedy_agrees_with_transformers_assisted_generation():
     ours = speculative_generate(target, draft, ids, gamma=3, max_new_tokens=16, temperature=0)
     assert max(max(a) for a in ours.accepted) > 0  # drafts do get accepted
     plain = target.generate(
-        ids, attention_mask=torch.ones_like(ids), max_new_tokens=16, do_sample=False,
+        ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=16,
+        do_sample=False,
         pad_token_id=0,
     )
     assert torch.equal(ours.tokens, plain)
     for b in range(3):  # transformers' assisted generation runs batch 1
         assisted = target.generate(
-            ids[b : b + 1], attention_mask=torch.ones_like(ids[b : b + 1]),
-            assistant_model=draft, max_new_tokens=16, do_sample=False, pad_token_id=0,
+            ids[b : b + 1],
+            attention_mask=torch.ones_like(ids[b : b + 1]),
+            assistant_model=draft,
+            max_new_tokens=16,
+            do_sample=False,
+            pad_token_id=0,
             use_cache=True,
         )
         assert torch.equal(assisted[0], ours.tokens[b])
@@ -274,8 +297,9 @@ def test_kv_cache_is_used_and_left_padding_works():
     # the prompt once, then each cycle only its drafted tokens + 1
     assert fed[0] == 6 and fed[1:] == [k + 1 for k in out.draft_tokens]
     hook.remove()
-    ref = target.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False,
-                          pad_token_id=0)
+    ref = target.generate(
+        ids, attention_mask=mask, max_new_tokens=10, do_sample=False, pad_token_id=0
+    )
     assert torch.equal(out.tokens, ref)
 
 
@@ -283,8 +307,14 @@ def test_sampling_with_transformers_models_is_reproducible():
     target, draft = _llamas()
     ids = torch.randint(1, 48, (2, 5), generator=torch.Generator().manual_seed(2))
     runs = [
-        speculative_generate(target, draft, ids, gamma=2, max_new_tokens=12,
-                             generator=torch.Generator().manual_seed(7)).tokens
+        speculative_generate(
+            target,
+            draft,
+            ids,
+            gamma=2,
+            max_new_tokens=12,
+            generator=torch.Generator().manual_seed(7),
+        ).tokens
         for _ in range(2)
     ]
     assert torch.equal(runs[0], runs[1])
@@ -299,8 +329,14 @@ def test_stops_at_eos_and_pads():
     draft = table.clone()
     draft[1] = torch.tensor([0.0, 0.0, 0.0, 0.0, 5.0, 0.0])  # the draft errs after 1
     out = speculative_generate(
-        _markov(table), _markov(draft), [[0], [2]], gamma=3, max_new_tokens=8,
-        temperature=0, eos_token_id=5, pad_token_id=4,
+        _markov(table),
+        _markov(draft),
+        [[0], [2]],
+        gamma=3,
+        max_new_tokens=8,
+        temperature=0,
+        eos_token_id=5,
+        pad_token_id=4,
     )
     rows = out.tokens.tolist()
     assert len(rows[0]) < 9  # stopped early: every row reached EOS

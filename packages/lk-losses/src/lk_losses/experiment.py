@@ -80,8 +80,14 @@ def _config(ctx: RunContext) -> dict[str, Any]:
             "head_rank": 8,
             "steps": 4,
             "batch": 4,
-            "toy": {"contexts": 32, "vocab": 32, "target_rank": 8, "draft_rank": 2,
-                    "steps": 20, "seeds": (0, 1)},
+            "toy": {
+                "contexts": 32,
+                "vocab": 32,
+                "target_rank": 8,
+                "draft_rank": 2,
+                "steps": 20,
+                "seeds": (0, 1),
+            },
             "gamma": 2,
             "rounds": 2,
             "prompt_len": 8,
@@ -101,8 +107,14 @@ def _config(ctx: RunContext) -> dict[str, Any]:
             "head_rank": 32,
             "steps": 60,
             "batch": 8,
-            "toy": {"contexts": 256, "vocab": 256, "target_rank": 32, "draft_rank": 4,
-                    "steps": 300, "seeds": tuple(range(10))},
+            "toy": {
+                "contexts": 256,
+                "vocab": 256,
+                "target_rank": 32,
+                "draft_rank": 4,
+                "steps": 300,
+                "seeds": tuple(range(10)),
+            },
             "gamma": 2,
             "rounds": 5,
             "prompt_len": 32,
@@ -122,8 +134,14 @@ def _config(ctx: RunContext) -> dict[str, Any]:
             "head_rank": 128,
             "steps": 3000,
             "batch": 32,
-            "toy": {"contexts": 1024, "vocab": 1024, "target_rank": 32, "draft_rank": 4,
-                    "steps": 2000, "seeds": tuple(range(20))},
+            "toy": {
+                "contexts": 1024,
+                "vocab": 1024,
+                "target_rank": 32,
+                "draft_rank": 4,
+                "steps": 2000,
+                "seeds": tuple(range(20)),
+            },
             "gamma": 4,
             "rounds": 20,
             "prompt_len": 64,
@@ -166,8 +184,14 @@ def _load_target(cfg: dict[str, Any], ctx: RunContext) -> tuple[Any, Any, str]:
     from icml26_core.lm import tiny_llama
 
     # smoke: a random tiny Llama on bytes (wide init, so that its predictions are peaked)
-    spec = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
-            "num_attention_heads": 2, "num_key_value_heads": 2, "initializer_range": 0.5}
+    spec = {
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "initializer_range": 0.5,
+    }
     model = tiny_llama("1M", 256, seed=ctx.seed, device=ctx.device, **spec).eval()
     return model, ByteTokenizer(), "tiny-random-" + json.dumps([spec, ctx.seed], sort_keys=True)
 
@@ -184,8 +208,9 @@ def _windows(tokens: np.ndarray, n: int, seq: int, rng: np.random.Generator) -> 
 
 
 @torch.no_grad()
-def _score(target: Any, ids: np.ndarray, vocab: torch.Tensor, ctx: RunContext,
-           what: str) -> dict[str, np.ndarray]:
+def _score(
+    target: Any, ids: np.ndarray, vocab: torch.Tensor, ctx: RunContext, what: str
+) -> dict[str, np.ndarray]:
     """The target's log-probs on the draft vocabulary, greedy token and last hidden state."""
     dev = torch.device(ctx.device)
     out: dict[str, list[np.ndarray]] = {"logp": [], "greedy": [], "hidden": []}
@@ -201,8 +226,9 @@ def _score(target: Any, ids: np.ndarray, vocab: torch.Tensor, ctx: RunContext,
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
-def _target_cache(target: Any, tag: str, split: str, ids: np.ndarray, vocab: torch.Tensor,
-                  ctx: RunContext) -> dict[str, np.ndarray]:
+def _target_cache(
+    target: Any, tag: str, split: str, ids: np.ndarray, vocab: torch.Tensor, ctx: RunContext
+) -> dict[str, np.ndarray]:
     from icml26_core.datasets.cache import cached_arrays
 
     h = hashlib.sha256()
@@ -226,8 +252,15 @@ def _optimizer(params: Any, lr: float, steps: int) -> tuple[Any, Any]:
     return opt, cosine_schedule(opt, warmup_steps=max(1, steps // 10), total_steps=steps)
 
 
-def _train(model: Any, logits_of: Any, data: dict[str, Any], kind: str, lr: float,
-           cfg: dict[str, Any], seed: int) -> list[float]:
+def _train(
+    model: Any,
+    logits_of: Any,
+    data: dict[str, Any],
+    kind: str,
+    lr: float,
+    cfg: dict[str, Any],
+    seed: int,
+) -> list[float]:
     """Train ``model`` for cfg['steps'] steps; batches are a function of the seed only."""
     steps = cfg["steps"]
     params = [p for p in model.parameters() if p.requires_grad]
@@ -279,8 +312,9 @@ def _as_torch(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 @torch.no_grad()
-def _acceptance(logits: torch.Tensor, data: dict[str, Any], vocab: torch.Tensor,
-                offset: int) -> tuple[np.ndarray, np.ndarray]:
+def _acceptance(
+    logits: torch.Tensor, data: dict[str, Any], vocab: torch.Tensor, offset: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(alpha at T=1, greedy acceptance) per position, (N, S - offset)."""
     logp = data["logp_t"][:, offset:].float()
     alpha = acceptance_rate(logits, logp, renormalize_target=False)
@@ -288,8 +322,14 @@ def _acceptance(logits: torch.Tensor, data: dict[str, Any], vocab: torch.Tensor,
     return alpha.numpy().astype(np.float64), greedy.numpy().astype(np.float64)
 
 
-def _evaluate(name: str, model: Any, test: dict[str, Any], vocab: torch.Tensor,
-              cfg: dict[str, Any], dev: torch.device) -> dict[str, Any]:
+def _evaluate(
+    name: str,
+    model: Any,
+    test: dict[str, Any],
+    vocab: torch.Tensor,
+    cfg: dict[str, Any],
+    dev: torch.device,
+) -> dict[str, Any]:
     with torch.no_grad():
         if name == "draft LM":
             logits = model(input_ids=test["ids_t"].to(dev)).logits.cpu()
@@ -301,8 +341,9 @@ def _evaluate(name: str, model: Any, test: dict[str, Any], vocab: torch.Tensor,
     return _summarize(alpha, greedy, test["domain"], gamma)
 
 
-def _summarize(alpha: np.ndarray, greedy: np.ndarray, domain: np.ndarray,
-               gamma: int) -> dict[str, Any]:
+def _summarize(
+    alpha: np.ndarray, greedy: np.ndarray, domain: np.ndarray, gamma: int
+) -> dict[str, Any]:
     tau = sequence_acceptance_length(alpha, gamma)
     tau0 = sequence_acceptance_length(greedy, gamma)
     return {
@@ -317,8 +358,9 @@ def _summarize(alpha: np.ndarray, greedy: np.ndarray, domain: np.ndarray,
     }
 
 
-def _unigram_floor(train: dict[str, Any], test: dict[str, Any], vocab: torch.Tensor,
-                   cfg: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _unigram_floor(
+    train: dict[str, Any], test: dict[str, Any], vocab: torch.Tensor, cfg: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
     """The trivial draft: the training text's token frequencies, whatever the context."""
     to_draft = {int(t): i for i, t in enumerate(vocab.tolist())}
     counts = np.ones(vocab.numel())
@@ -335,9 +377,17 @@ def _unigram_floor(train: dict[str, Any], test: dict[str, Any], vocab: torch.Ten
     return out
 
 
-def _train_drafts(cfg: dict[str, Any], ctx: RunContext, train: dict[str, Any],
-                  evals: dict[str, Any], vocab: torch.Tensor, target: Any, seeds: Any,
-                  lrs: dict[str, dict[str, float]], keep: tuple[int, ...] = ()) -> tuple:
+def _train_drafts(
+    cfg: dict[str, Any],
+    ctx: RunContext,
+    train: dict[str, Any],
+    evals: dict[str, Any],
+    vocab: torch.Tensor,
+    target: Any,
+    seeds: Any,
+    lrs: dict[str, dict[str, float]],
+    keep: tuple[int, ...] = (),
+) -> tuple:
     dev = torch.device(ctx.device)
     embedding = target.get_input_embeddings().weight.detach()
     v_target = embedding.shape[0]
@@ -348,16 +398,18 @@ def _train_drafts(cfg: dict[str, Any], ctx: RunContext, train: dict[str, Any],
     jobs = [(s, k) for s in seeds for k in KINDS]
     for seed, kind in ctx.progress(jobs, "training drafts (seed x loss)"):
         lm = tiny_draft_lm(vocab, v_target, seed=seed, device=dev, **cfg["lm"])
-        losses = _train(lm, _lm_logits(lm, train, dev), train, kind, lrs["draft LM"][kind],
-                        cfg, seed)
+        losses = _train(
+            lm, _lm_logits(lm, train, dev), train, kind, lrs["draft LM"][kind], cfg, seed
+        )
         row = _evaluate("draft LM", lm, evals, vocab, cfg, dev)
         row["train_loss"] = losses[-1]
         results["draft LM"][kind].append(row)
         if seed in keep:
             kept[kind] = lm
         head = FeatureHead(embedding, vocab.numel(), rank=cfg["head_rank"], seed=seed)
-        losses = _train(head, _head_logits(head, train, dev), train, kind, lrs["head"][kind],
-                        cfg, seed)
+        losses = _train(
+            head, _head_logits(head, train, dev), train, kind, lrs["head"][kind], cfg, seed
+        )
         row = _evaluate("head", head, evals, vocab, cfg, dev)
         row["train_loss"] = losses[-1]
         results["head"][kind].append(row)
@@ -394,8 +446,9 @@ def _toy_run(cfg: dict[str, Any], logp: torch.Tensor, kind: str, lr: float, seed
         return float(acceptance_rate(a @ b.T + bias, logp, reduction="mean"))
 
 
-def _toy(cfg: dict[str, Any], ctx: RunContext, seeds: Any,
-         lrs: dict[str, float]) -> dict[str, list[float]]:
+def _toy(
+    cfg: dict[str, Any], ctx: RunContext, seeds: Any, lrs: dict[str, float]
+) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {k: [] for k in (*KINDS, "floor")}
     for seed in ctx.progress(seeds, "toy: rank-4 drafts of rank-32 targets"):
         logp = _toy_target(cfg, seed)
@@ -412,8 +465,9 @@ def _toy(cfg: dict[str, Any], ctx: RunContext, seeds: Any,
 # ---------------------------------------------------------------------------
 
 
-def _target_alone(target: Any, prompt: torch.Tensor, n: int, temperature: float,
-                  eos: int | None) -> Any:
+def _target_alone(
+    target: Any, prompt: torch.Tensor, n: int, temperature: float, eos: int | None
+) -> Any:
     import transformers
 
     conf = transformers.GenerationConfig(
@@ -426,17 +480,27 @@ def _target_alone(target: Any, prompt: torch.Tensor, n: int, temperature: float,
         eos_token_id=eos,
         pad_token_id=eos if eos is not None else 0,
     )
-    return target.generate(prompt, attention_mask=torch.ones_like(prompt),
-                           generation_config=conf, use_cache=True)
+    return target.generate(
+        prompt, attention_mask=torch.ones_like(prompt), generation_config=conf, use_cache=True
+    )
 
 
 @torch.no_grad()
-def _decode_timing(cfg: dict[str, Any], ctx: RunContext, target: Any, drafts: dict[str, Any],
-                   vocab: torch.Tensor, test: dict[str, Any], eos: int | None) -> dict[str, Any]:
+def _decode_timing(
+    cfg: dict[str, Any],
+    ctx: RunContext,
+    target: Any,
+    drafts: dict[str, Any],
+    vocab: torch.Tensor,
+    test: dict[str, Any],
+    eos: int | None,
+) -> dict[str, Any]:
     dev = torch.device(ctx.device)
     n_new, rounds = cfg["new_tokens"], cfg["rounds"]
-    prompts = [torch.as_tensor(test["ids"][i % len(test["ids"]), : cfg["prompt_len"]],
-                               device=dev)[None] for i in range(rounds + 1)]
+    prompts = [
+        torch.as_tensor(test["ids"][i % len(test["ids"]), : cfg["prompt_len"]], device=dev)[None]
+        for i in range(rounds + 1)
+    ]
     dv = vocab.to(dev)
     methods = ["target alone", *[f"speculative, {k} draft" for k in drafts]]
     out: dict[str, Any] = {}
@@ -444,7 +508,13 @@ def _decode_timing(cfg: dict[str, Any], ctx: RunContext, target: Any, drafts: di
         times: dict[str, list[float]] = {m: [] for m in methods}
         taus: dict[str, list[float]] = {m: [] for m in methods[1:]}
 
-        def call(method: str, prompt: torch.Tensor, r: int) -> None:
+        def call(
+            method: str,
+            prompt: torch.Tensor,
+            r: int,
+            temperature: float = temperature,
+            taus: dict[str, list[float]] = taus,
+        ) -> None:
             if method == "target alone":
                 torch.manual_seed(10_000 * (ctx.seed + 1) + r + 1)
                 _target_alone(target, prompt, n_new, temperature, eos)
@@ -452,8 +522,14 @@ def _decode_timing(cfg: dict[str, Any], ctx: RunContext, target: Any, drafts: di
             kind = method.split(", ")[1].split(" ")[0]
             gen = torch.Generator(device=dev).manual_seed(10_000 * (ctx.seed + 1) + r + 1)
             res = speculative_generate(
-                target, drafts[kind], prompt, gamma=cfg["gamma"], max_new_tokens=n_new,
-                temperature=temperature, generator=gen, draft_vocab=dv,
+                target,
+                drafts[kind],
+                prompt,
+                gamma=cfg["gamma"],
+                max_new_tokens=n_new,
+                temperature=temperature,
+                generator=gen,
+                draft_vocab=dv,
             )
             if r >= 0:
                 taus[method].append(n_new / res.target_calls)
@@ -461,7 +537,7 @@ def _decode_timing(cfg: dict[str, Any], ctx: RunContext, target: Any, drafts: di
         for m in methods:  # warm-up, untimed
             call(m, prompts[-1], -1)
         for r in ctx.progress(range(rounds), f"decoding, {mode}"):
-            order = methods[r % len(methods):] + methods[: r % len(methods)]
+            order = methods[r % len(methods) :] + methods[: r % len(methods)]
             for m in order:
                 with Timer(dev) as t:
                     call(m, prompts[r], r)
@@ -487,8 +563,14 @@ def run(ctx: RunContext) -> Result:
         return _run(ctx, cfg)
 
 
-def _data(cfg: dict[str, Any], ctx: RunContext, tok: Any, target: Any, tag: str,
-          with_validation: bool = False) -> tuple:
+def _data(
+    cfg: dict[str, Any],
+    ctx: RunContext,
+    tok: Any,
+    target: Any,
+    tag: str,
+    with_validation: bool = False,
+) -> tuple:
     train_parts, val_parts, test_parts, test_domain = [], [], [], []
     all_train = []
     per = cfg["train_windows"] // len(DOMAINS)
@@ -506,14 +588,14 @@ def _data(cfg: dict[str, Any], ctx: RunContext, tok: Any, target: Any, tag: str,
         test_domain += [i] * n
     v_target = target.get_input_embeddings().weight.shape[0]
     vocab = draft_vocabulary(np.concatenate(all_train), cfg["vocab_draft"], v_target)
-    train = _as_torch(_target_cache(target, tag, "train", np.concatenate(train_parts), vocab,
-                                    ctx))
+    train = _as_torch(_target_cache(target, tag, "train", np.concatenate(train_parts), vocab, ctx))
     test = _as_torch(_target_cache(target, tag, "test", np.concatenate(test_parts), vocab, ctx))
     test["domain"] = np.asarray(test_domain)
     val = None
     if with_validation:
-        val = _as_torch(_target_cache(target, tag, "validation", np.concatenate(val_parts),
-                                      vocab, ctx))
+        val = _as_torch(
+            _target_cache(target, tag, "validation", np.concatenate(val_parts), vocab, ctx)
+        )
         val["domain"] = np.repeat(np.arange(len(DOMAINS)), len(val_parts[0]))
     return vocab, train, test, val
 
@@ -525,16 +607,20 @@ def _run(ctx: RunContext, cfg: dict[str, Any]) -> Result:
     # mass of the target on the draft vocabulary: the ceiling of any draft's alpha
     ceiling = float(np.exp(test["logp"].astype(np.float32)).sum(-1).mean())
 
-    results, kept = _train_drafts(cfg, ctx, train, test, vocab, target, cfg["seeds"], TUNED_LR,
-                                  keep=(cfg["seeds"][0],))
+    results, kept = _train_drafts(
+        cfg, ctx, train, test, vocab, target, cfg["seeds"], TUNED_LR, keep=(cfg["seeds"][0],)
+    )
     floor = _unigram_floor(train, test, vocab, cfg)
     toy = _toy(cfg["toy"], ctx, cfg["toy"]["seeds"], TUNED_LR["toy"])
     eos = getattr(tok, "eos_token_id", None)
     drafts = {k: kept[k] for k in ("kl", SPEED_KIND)}
     decode = _decode_timing(cfg, ctx, target, drafts, vocab, test, eos)
 
-    tables = [_acceptance_table(cfg, results, floor, ceiling), _toy_table(cfg, toy),
-              _decode_table(cfg, decode)]
+    tables = [
+        _acceptance_table(cfg, results, floor, ceiling),
+        _toy_table(cfg, toy),
+        _decode_table(cfg, decode),
+    ]
     claims = _claims(cfg, results, toy, decode)
     notes = _notes(cfg, tag, vocab, ceiling, train, test)
     data = {
@@ -559,15 +645,26 @@ def _mean_sd(values: list[float]) -> tuple[float, float]:
     return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else float("nan")
 
 
-def _acceptance_table(cfg: dict[str, Any], results: dict[str, Any], floor: dict[str, Any],
-                      ceiling: float) -> Table:
+def _acceptance_table(
+    cfg: dict[str, Any], results: dict[str, Any], floor: dict[str, Any], ceiling: float
+) -> Table:
     n = len(cfg["seeds"])
     table = Table(
         "SmolLM2-135M-Instruct target, held-out text: acceptance per position and tokens "
         f"per target call (mean over {n} seeds; draft LM gamma = {cfg['gamma']}, head "
         "gamma = 1)",
-        ["draft", "loss", "alpha T=1", "sd", *[f"alpha {d}" for d in DOMAINS], "alpha T=0",
-         "tau/window", "tau gain %", "E tau(mean alpha)", "n seeds"],
+        [
+            "draft",
+            "loss",
+            "alpha T=1",
+            "sd",
+            *[f"alpha {d}" for d in DOMAINS],
+            "alpha T=0",
+            "tau/window",
+            "tau gain %",
+            "E tau(mean alpha)",
+            "n seeds",
+        ],
         note=f"alpha T=1 at most {ceiling:.3f}: the target's mean mass on the draft "
         "vocabulary. tau/window: expected tokens per target call along each held-out "
         "window (sequence_acceptance_length), averaged over windows; gain over KL's.",
@@ -579,21 +676,34 @@ def _acceptance_table(cfg: dict[str, Any], results: dict[str, Any], floor: dict[
             mean, sd = _mean_sd([r["alpha"] for r in rows])
             tau = float(np.mean([r["tau"] for r in rows]))
             table.add_row(
-                draft=draft, loss=kind, **{"alpha T=1": mean, "sd": sd},
-                **{f"alpha {d}": float(np.mean([r["alpha_domain"][d] for r in rows]))
-                   for d in DOMAINS},
-                **{"alpha T=0": float(np.mean([r["alpha_t0"] for r in rows])),
-                   "tau/window": tau, "tau gain %": 100 * (tau / kl_tau - 1),
-                   "E tau(mean alpha)": float(np.mean([r["etau"] for r in rows])),
-                   "n seeds": len(rows)},
+                draft=draft,
+                loss=kind,
+                **{"alpha T=1": mean, "sd": sd},
+                **{
+                    f"alpha {d}": float(np.mean([r["alpha_domain"][d] for r in rows]))
+                    for d in DOMAINS
+                },
+                **{
+                    "alpha T=0": float(np.mean([r["alpha_t0"] for r in rows])),
+                    "tau/window": tau,
+                    "tau gain %": 100 * (tau / kl_tau - 1),
+                    "E tau(mean alpha)": float(np.mean([r["etau"] for r in rows])),
+                    "n seeds": len(rows),
+                },
             )
         f = floor[draft]
         table.add_row(
-            draft=draft, loss="unigram (floor)", **{"alpha T=1": f["alpha"]},
+            draft=draft,
+            loss="unigram (floor)",
+            **{"alpha T=1": f["alpha"]},
             **{f"alpha {d}": f["alpha_domain"][d] for d in DOMAINS},
-            **{"alpha T=0": f["alpha_t0"], "tau/window": f["tau"],
-               "tau gain %": 100 * (f["tau"] / kl_tau - 1), "E tau(mean alpha)": f["etau"],
-               "n seeds": 1},
+            **{
+                "alpha T=0": f["alpha_t0"],
+                "tau/window": f["tau"],
+                "tau gain %": 100 * (f["tau"] / kl_tau - 1),
+                "E tau(mean alpha)": f["etau"],
+                "n seeds": 1,
+            },
         )
     return table
 
@@ -610,8 +720,9 @@ def _toy_table(cfg: dict[str, Any], toy: dict[str, list[float]]) -> Table:
         mean, sd = _mean_sd(toy[kind])
         gain = mean - float(np.mean(toy["kl"]))
         name = "mean target (floor)" if kind == "floor" else kind
-        table.add_row(loss=name, alpha=mean, sd=sd, **{"gain over KL": gain,
-                                                       "n seeds": len(toy[kind])})
+        table.add_row(
+            loss=name, alpha=mean, sd=sd, **{"gain over KL": gain, "n seeds": len(toy[kind])}
+        )
     return table
 
 
@@ -619,8 +730,15 @@ def _decode_table(cfg: dict[str, Any], decode: dict[str, Any]) -> Table:
     table = Table(
         f"Decoding {cfg['new_tokens']} tokens after {cfg['prompt_len']}-token held-out "
         f"prompts, batch 1, gamma = {cfg['gamma']}, interleaved rounds (one thread)",
-        ["mode", "method", "median s", "tokens/s", "tokens per target call", "speed-up",
-         "n rounds"],
+        [
+            "mode",
+            "method",
+            "median s",
+            "tokens/s",
+            "tokens per target call",
+            "speed-up",
+            "n rounds",
+        ],
     )
     for mode, res in decode.items():
         base = float(np.median(res["times"]["target alone"]))
@@ -628,83 +746,117 @@ def _decode_table(cfg: dict[str, Any], decode: dict[str, Any]) -> Table:
             med = float(np.median(times))
             tpc = res["tokens_per_call"].get(method)
             table.add_row(
-                mode=mode, method=method, **{"median s": med,
-                                             "tokens/s": cfg["new_tokens"] / med,
-                                             "tokens per target call": (
-                                                 float(np.mean(tpc)) if tpc else 1.0),
-                                             "speed-up": base / med, "n rounds": len(times)},
+                mode=mode,
+                method=method,
+                **{
+                    "median s": med,
+                    "tokens/s": cfg["new_tokens"] / med,
+                    "tokens per target call": (float(np.mean(tpc)) if tpc else 1.0),
+                    "speed-up": base / med,
+                    "n rounds": len(times),
+                },
             )
     return table
 
 
-def _claims(cfg: dict[str, Any], results: dict[str, Any], toy: dict[str, list[float]],
-            decode: dict[str, Any]) -> list[Claim]:
+def _claims(
+    cfg: dict[str, Any],
+    results: dict[str, Any],
+    toy: dict[str, list[float]],
+    decode: dict[str, Any],
+) -> list[Claim]:
     claims = []
     for kind in LK:
         parts = []
         for draft in DRAFTS:
-            parts.append(Claim.superior(
-                f"{kind} vs KL, SmolLM2 target, {draft}",
-                [r["alpha"] for r in results[draft][kind]],
-                [r["alpha"] for r in results[draft]["kl"]],
+            parts.append(
+                Claim.superior(
+                    f"{kind} vs KL, SmolLM2 target, {draft}",
+                    [r["alpha"] for r in results[draft][kind]],
+                    [r["alpha"] for r in results[draft]["kl"]],
+                    names=(kind, "kl"),
+                    metric=f"held-out mean acceptance rate (T=1) of the {draft}, one per seed",
+                )
+            )
+        parts.append(
+            Claim.superior(
+                f"{kind} vs KL, capacity-limited toy",
+                toy[kind],
+                toy["kl"],
                 names=(kind, "kl"),
-                metric=f"held-out mean acceptance rate (T=1) of the {draft}, one per seed",
-            ))
-        parts.append(Claim.superior(
-            f"{kind} vs KL, capacity-limited toy",
-            toy[kind], toy["kl"], names=(kind, "kl"),
-            metric="final acceptance rate on the toy, one per seed (target)",
-        ))
-        claims.append(Claim.all_of(
-            f"Drafts trained with the LK loss {kind} reach a higher acceptance rate than "
-            "drafts trained with KL at equal steps",
-            parts,
-            rule=f"{kind} beats KL on the draft LM and the head (SmolLM2 target, paired "
-            "over seeds) and on the toy (paired over seeds), each by a one-sided Wilcoxon "
-            "test at 0.05 with its bootstrap CI above 0",
-        ))
+                metric="final acceptance rate on the toy, one per seed (target)",
+            )
+        )
+        claims.append(
+            Claim.all_of(
+                f"Drafts trained with the LK loss {kind} reach a higher acceptance rate than "
+                "drafts trained with KL at equal steps",
+                parts,
+                rule=f"{kind} beats KL on the draft LM and the head (SmolLM2 target, paired "
+                "over seeds) and on the toy (paired over seeds), each by a one-sided Wilcoxon "
+                "test at 0.05 with its bootstrap CI above 0",
+            )
+        )
     for kind in LK:
         parts = []
         for draft in DRAFTS:
             a = np.mean([r["tau_windows"] for r in results[draft][kind]], axis=0)
             b = np.mean([r["tau_windows"] for r in results[draft]["kl"]], axis=0)
             gamma = results[draft][kind][0]["gamma"]
-            parts.append(Claim.superior(
-                f"{kind} vs KL, {draft}, tokens per target call along held-out windows",
-                a, b, names=(kind, "kl"),
-                metric=f"expected tokens per target call (gamma = {gamma}) along each "
-                "held-out window, mean over seeds, one per window",
-            ))
-        claims.append(Claim.all_of(
-            f"Drafts trained with the LK loss {kind} give a longer average acceptance "
-            "length than KL (paper: up to 8-10%)",
-            parts,
-            rule="for the draft LM and the head, the expected tokens per target call along "
-            "each held-out window (sequence_acceptance_length, which a mean alpha does "
-            "not determine) beats KL's, paired over windows (one-sided Wilcoxon at 0.05, "
-            "bootstrap CI above 0)",
-        ))
+            parts.append(
+                Claim.superior(
+                    f"{kind} vs KL, {draft}, tokens per target call along held-out windows",
+                    a,
+                    b,
+                    names=(kind, "kl"),
+                    metric=f"expected tokens per target call (gamma = {gamma}) along each "
+                    "held-out window, mean over seeds, one per window",
+                )
+            )
+        claims.append(
+            Claim.all_of(
+                f"Drafts trained with the LK loss {kind} give a longer average acceptance "
+                "length than KL (paper: up to 8-10%)",
+                parts,
+                rule="for the draft LM and the head, the expected tokens per target call along "
+                "each held-out window (sequence_acceptance_length, which a mean alpha does "
+                "not determine) beats KL's, paired over windows (one-sided Wilcoxon at 0.05, "
+                "bootstrap CI above 0)",
+            )
+        )
     parts = []
     for mode, res in decode.items():
-        parts.append(Claim.faster(
-            f"speculative decoding with the {SPEED_KIND} draft vs the target alone, {mode}",
-            res["times"][f"speculative, {SPEED_KIND} draft"], res["times"]["target alone"],
-            names=(f"speculative ({SPEED_KIND} draft)", "target alone"), paired=True,
-        ))
-    claims.append(Claim.all_of(
-        f"Speculative decoding with the trained ({SPEED_KIND}) draft LM is faster than the "
-        "target alone",
-        parts,
-        rule="wall time of batch-1 generation, interleaved rounds on the same prompts and "
-        "thread: the median speed-up over transformers' generate with the target alone "
-        "exceeds 1, greedy and sampled (Wilcoxon on paired log ratios at 0.05, bootstrap "
-        "CI above 1)",
-    ))
+        parts.append(
+            Claim.faster(
+                f"speculative decoding with the {SPEED_KIND} draft vs the target alone, {mode}",
+                res["times"][f"speculative, {SPEED_KIND} draft"],
+                res["times"]["target alone"],
+                names=(f"speculative ({SPEED_KIND} draft)", "target alone"),
+                paired=True,
+            )
+        )
+    claims.append(
+        Claim.all_of(
+            f"Speculative decoding with the trained ({SPEED_KIND}) draft LM is faster than the "
+            "target alone",
+            parts,
+            rule="wall time of batch-1 generation, interleaved rounds on the same prompts and "
+            "thread: the median speed-up over transformers' generate with the target alone "
+            "exceeds 1, greedy and sampled (Wilcoxon on paired log ratios at 0.05, bootstrap "
+            "CI above 1)",
+        )
+    )
     return claims
 
 
-def _notes(cfg: dict[str, Any], tag: str, vocab: torch.Tensor, ceiling: float,
-           train: dict[str, Any], test: dict[str, Any]) -> list[str]:
+def _notes(
+    cfg: dict[str, Any],
+    tag: str,
+    vocab: torch.Tensor,
+    ceiling: float,
+    train: dict[str, Any],
+    test: dict[str, Any],
+) -> list[str]:
     lm = cfg["lm"]
     return [
         f"Target: {tag}. Draft vocabulary: the {vocab.numel()} most frequent target tokens "
@@ -733,16 +885,19 @@ def _notes(cfg: dict[str, Any], tag: str, vocab: torch.Tensor, ceiling: float,
     ]
 
 
-def _figure(ctx: RunContext, results: dict[str, Any], floor: dict[str, Any],
-            toy: dict[str, list[float]]) -> str:
+def _figure(
+    ctx: RunContext, results: dict[str, Any], floor: dict[str, Any], toy: dict[str, list[float]]
+) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    panels = [(d, {k: [r["alpha"] for r in results[d][k]] for k in KINDS}, floor[d]["alpha"])
-              for d in DRAFTS]
+    panels = [
+        (d, {k: [r["alpha"] for r in results[d][k]] for k in KINDS}, floor[d]["alpha"])
+        for d in DRAFTS
+    ]
     panels.append(("toy (rank 4 vs 32)", {k: toy[k] for k in KINDS}, float(np.mean(toy["floor"]))))
     for ax, (title, vals, fl) in zip(axes, panels, strict=True):
         for i, kind in enumerate(KINDS):
