@@ -3,12 +3,15 @@
 Public API:
 
 - :func:`lk_loss` / :class:`LKLoss`: the losses (``"tv"``, ``"log_alpha"``,
-  ``"hybrid"``, and ``"kl"`` for comparison) on (batch, seq, vocab) logits, with a
-  target given as logits, log-probs or top-k ``(indices, values)``.
-- :func:`kl_weight_schedule`: the KL weight of the hybrid over training.
-- :func:`acceptance_rate`, :func:`expected_acceptance_length`: the metrics.
-- :func:`speculative_generate`: a speculative-sampling decoder that records the
-  acceptance length of every cycle.
+  ``"hybrid"``, and ``"kl"`` for comparison) on (*, vocab) logits, with a target given
+  as logits, log-probs, top-k ``(indices, values)``, or log-probs on a subset of the
+  vocabulary; :class:`LKLoss` adapts the hybrid's KL weight and keeps it in
+  ``state_dict``.
+- :func:`kl_weight_schedule`: a fixed schedule of the hybrid's KL weight.
+- :func:`acceptance_rate`, :func:`expected_acceptance_length`,
+  :func:`sequence_acceptance_length`: the metrics.
+- :func:`speculative_generate`: a batched, key-value-cached speculative-sampling
+  decoder (draft vocabularies too) that records the acceptance length of every cycle.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -24,6 +27,7 @@ from lk_losses.losses import (
 from lk_losses.speculative import (
     SpeculativeOutput,
     expected_acceptance_length,
+    sequence_acceptance_length,
     speculative_generate,
 )
 
@@ -42,5 +46,6 @@ __all__ = [
     "kl_weight_schedule",
     "lk_loss",
     "log_acceptance",
+    "sequence_acceptance_length",
     "speculative_generate",
 ]
