@@ -49,8 +49,11 @@ def _learn(
             return target_return is None or ret < target_return
 
     agent.learn(total_timesteps=total_env_steps, callback=_Eval())
-    log.stats = {"reached_target": float(bool(log.returns) and target_return is not None
-                                         and log.returns[-1] >= target_return)}
+    log.stats = {
+        "reached_target": float(
+            bool(log.returns) and target_return is not None and log.returns[-1] >= target_return
+        )
+    }
     return log
 
 
@@ -107,7 +110,13 @@ def train_sac(
         verbose=0,
     )
     return _learn(
-        agent, make_env, total, every, eval_episodes, eval_seed, target_return,
+        agent,
+        make_env,
+        total,
+        every,
+        eval_episodes,
+        eval_seed,
+        target_return,
         lambda: int(agent._n_updates),
     )
 
@@ -159,6 +168,12 @@ def train_ppo(
         **ppo_kwargs,
     )
     return _learn(
-        agent, make_env, total, every, eval_episodes, eval_seed, target_return,
+        agent,
+        make_env,
+        total,
+        every,
+        eval_episodes,
+        eval_seed,
+        target_return,
         lambda: int(agent._n_updates) * max(1, agent.n_steps // agent.batch_size),
     )

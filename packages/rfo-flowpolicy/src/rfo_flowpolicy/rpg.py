@@ -993,9 +993,7 @@ class RPGTrainer:
         d = torch.load(path, map_location="cpu", weights_only=True)
         if not isinstance(d, dict) or d.get("format") != _SAVE_FORMAT:
             raise ValueError(f"{os.fspath(path)!r} is not a file written by RPGTrainer.save")
-        policy_cls = {"FlowPolicy": FlowPolicy, "GaussianPolicy": GaussianPolicy}[
-            d["policy_class"]
-        ]
+        policy_cls = {"FlowPolicy": FlowPolicy, "GaussianPolicy": GaussianPolicy}[d["policy_class"]]
         policy = policy_cls(**d["policy_kwargs"])
         policy.load_state_dict(d["policy"])
         known = {f.name for f in fields(RPGConfig)}

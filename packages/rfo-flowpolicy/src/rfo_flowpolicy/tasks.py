@@ -123,7 +123,7 @@ SPECS = {
         "acrobot",
         6,
         1,
-        replace(_CLASSIC, reward_scale=0.5),
+        replace(_CLASSIC, reward_scale=0.5, horizon=16),  # RK4 steps: half the horizon
         False,
         {"smoke": 50, "default": 200, "full": 500},
     ),
@@ -179,7 +179,8 @@ def _run_job(
     evaluation that reaches it; ``total_steps`` is then the cap.
 
     Returns:
-        A dict with ``task``, ``method``, ``seed``, ``env_steps``, ``returns`` (mean
+        A dict with ``task``, ``method``, ``seed``, ``total_steps`` (the budget or cap),
+        ``target_return``, ``env_steps``, ``returns`` (mean
         evaluation return at each evaluation), ``final_episodes`` (the last
         evaluation's per-episode returns), ``model_steps``, ``updates``, ``wall_s``,
         ``cpu_s`` and ``stats``.
@@ -187,7 +188,13 @@ def _run_job(
     spec = SPECS[task]
     make_env = spec.make_env_fn(scale)
     t0, c0 = time.perf_counter(), time.process_time()
-    out: dict[str, Any] = {"task": task, "method": method, "seed": seed}
+    out: dict[str, Any] = {
+        "task": task,
+        "method": method,
+        "seed": seed,
+        "total_steps": total_steps,
+        "target_return": target_return,
+    }
     if method == FLOOR:
         eps = episode_returns(_zero_action(spec.act_dim), make_env, eval_episodes, eval_seed)
         out.update(env_steps=[0], returns=[float(np.mean(eps))], model_steps=[0], updates=[0])
