@@ -13,7 +13,7 @@ def test_experiment_smoke(tmp_path):
     result = check_experiment("rfo-flowpolicy", tmp_path)
     assert len(result.claims) == 4
     finals = result.data["final_returns"]
-    assert set(finals) == set(EXACT) | set(LEARNED)
+    assert set(finals) == set(EXACT) | set(LEARNED)  # exact: sets of task names
     for task in (*EXACT, *LEARNED):
         assert {FLOOR, "RFO", "Gaussian RPG"} <= set(finals[task])
     assert {"SAC (sb3)", "PPO (sb3)", *ABLATIONS} <= set(finals["pendulum"])
@@ -68,8 +68,8 @@ def test_summary_decides_the_claims_from_the_runs(tmp_path):
     # MuJoCo: 3 seeds per side is enough for Welch; the 5-seed paired floor test is not
     assert mujoco.verdict == "inconclusive"
     steps = result.data["steps_to_target"]["pendulum"]
-    assert steps["SAC (sb3)"] == [3000.0] * 5  # the first evaluation at or above R*
-    assert steps["PPO (sb3)"] == [10_000.0] * 5  # never reached: its cap, a lower bound
+    assert steps["SAC (sb3)"] == [3000.0] * 5  # exact: step counts; the first eval >= R*
+    assert steps["PPO (sb3)"] == [10_000.0] * 5  # exact: step counts; never reached: the cap
     assert (tmp_path / "return_vs_steps.png").is_file()
 
 

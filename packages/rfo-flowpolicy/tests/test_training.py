@@ -76,7 +76,7 @@ def test_one_seed_controls_every_draw():
     a2, l2 = run(7, disturb=123)
     a3, _ = run(8, disturb=0)
     np.testing.assert_array_equal(a1, a2)
-    assert l1 == l2
+    assert l1 == l2  # exact: one seed gives bit-identical runs on CPU
     assert not np.allclose(a1, a3)
     state = torch.get_rng_state()
     RPGTrainer("flow", Pendulum(), "Pendulum-v1", TINY, seed=1).learn(30)

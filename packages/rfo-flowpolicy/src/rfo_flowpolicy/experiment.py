@@ -271,12 +271,12 @@ def summarize(ctx: RunContext, runs: list[dict[str, Any]]) -> Result:
             "PPO real steps",
             "PPO reached",
         ],
-        note=f"SAC and PPO (stable-baselines3) train until their evaluation return reaches R* "
-        f"or {ctx.pick(*CAP_FACTOR)}x RFO's real steps; a run that never reaches it counts its cap, a "
-        "lower bound on its steps. Real steps: interactions with the gymnasium environment. "
-        "RFO simulator steps: transitions of the exact differentiable dynamics inside its "
-        "model rollouts (seed mean), which SAC and PPO do not get. SAC/PPO steps: median "
-        "over seeds.",
+        note=f"SAC and PPO (stable-baselines3) train until their evaluation return reaches "
+        f"R* or {ctx.pick(*CAP_FACTOR)}x RFO's real steps; a run that never reaches it "
+        "counts its cap, a lower bound on its steps. Real steps: interactions with the "
+        "gymnasium environment. RFO simulator steps: transitions of the exact "
+        "differentiable dynamics inside its model rollouts (seed mean), which SAC and PPO "
+        "do not get. SAC/PPO steps: median over seeds.",
     )
     steps: dict[str, dict[str, list[float]]] = {}
     for task in _baseline_tasks(ctx):
@@ -365,8 +365,8 @@ def summarize(ctx: RunContext, runs: list[dict[str, Any]]) -> Result:
             rule=f"on {', '.join(_baseline_tasks(ctx))}: RFO above the floor, and each SAC and PPO "
             "seed needs more real steps than RFO's budget to reach R* = RFO's mean final "
             f"return (sign test on the per-seed step ratios, one-sided at 0.05; a run "
-            f"capped at {ctx.pick(*CAP_FACTOR)}x RFO's steps counts its cap, a lower bound); simulator "
-            "steps inside RFO's model rollouts are reported beside, not counted",
+            f"capped at {ctx.pick(*CAP_FACTOR)}x RFO's steps counts its cap, a lower bound); "
+            "simulator steps inside RFO's model rollouts are reported beside, not counted",
         )
     )
     # claim 4: the learned-model (MuJoCo) tasks, as evidence with the floor
