@@ -11,7 +11,7 @@ from rfo_flowpolicy.tasks import ABLATIONS, EXACT, FLOOR, LEARNED
 @pytest.mark.slow
 def test_experiment_smoke(tmp_path):
     result = check_experiment("rfo-flowpolicy", tmp_path)
-    assert len(result.claims) == 4
+    assert len(result.claims) == 4  # the ablation runs at smoke scale
     finals = result.data["final_returns"]
     assert set(finals) == set(EXACT) | set(LEARNED)  # exact: sets of task names
     for task in (*EXACT, *LEARNED):
@@ -43,7 +43,7 @@ def _synthetic(gaussian_on_pendulum=-600.0, sac_reach=3000):
             runs.append(_curve(task, "RFO", s, -200.0 + 5 * rng.normal()))
             g = gaussian_on_pendulum if task == "pendulum" else -600.0
             runs.append(_curve(task, "Gaussian RPG", s, g + 5 * rng.normal()))
-            if task == "pendulum":
+            if task in ("pendulum", "cartpole_swingup"):
                 for a in ABLATIONS:
                     runs.append(_curve(task, a, s, -400.0 + 5 * rng.normal()))
             if task in EXACT:
@@ -61,7 +61,7 @@ def _synthetic(gaussian_on_pendulum=-600.0, sac_reach=3000):
 
 
 def test_summary_decides_the_claims_from_the_runs(tmp_path):
-    result = summarize(RunContext("default", out_dir=tmp_path), _synthetic())
+    result = summarize(RunContext("full", out_dir=tmp_path), _synthetic())
     gauss, ablation, efficiency, mujoco = result.claims
     assert gauss.verdict == "holds" and ablation.verdict == "holds"
     assert efficiency.verdict == "holds"
@@ -73,8 +73,10 @@ def test_summary_decides_the_claims_from_the_runs(tmp_path):
     assert (tmp_path / "return_vs_steps.png").is_file()
 
 
-def test_summary_gaussian_winning_or_a_fast_baseline_breaks_the_claims(tmp_path):
+def test_summary_default_scale_and_broken_claims(tmp_path):
     runs = _synthetic(gaussian_on_pendulum=-100.0, sac_reach=600)
-    gauss, _, efficiency, _ = summarize(RunContext("default", out_dir=tmp_path), runs).claims
-    assert gauss.verdict == "does not hold"
+    claims = summarize(RunContext("default", out_dir=tmp_path), runs).claims
+    assert len(claims) == 3  # no regularizer ablation at default scale
+    gauss, efficiency, _ = claims
+    assert gauss.verdict == "does not hold"  # Gaussian RPG wins on pendulum
     assert efficiency.verdict == "does not hold"  # SAC reaches R* in 600 < 1000 steps
