@@ -446,7 +446,7 @@ class RPGTrainer:
             policy's chunk.
 
     Example:
-        >>> import gymnasium as gym
+        >>> import numpy as np
         >>> from rfo_flowpolicy import Pendulum, RPGConfig, RPGTrainer
         >>> cfg = RPGConfig(horizon=8, warmup_steps=50, env_steps_per_iter=50)
         >>> trainer = RPGTrainer("flow", Pendulum(), "Pendulum-v1", cfg, seed=0)
