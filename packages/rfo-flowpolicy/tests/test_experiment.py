@@ -73,7 +73,8 @@ def test_summary_decides_the_claims_from_the_runs(tmp_path):
     assert (tmp_path / "return_vs_steps.png").is_file()
 
 
-def test_summary_default_scale_and_broken_claims(tmp_path):
+def test_summary_default_scale_and_broken_claims(tmp_path, monkeypatch):
+    monkeypatch.setattr("rfo_flowpolicy.experiment._figure", lambda ctx, runs: None)
     runs = _synthetic(gaussian_on_pendulum=-100.0, sac_reach=600)
     claims = summarize(RunContext("default", out_dir=tmp_path), runs).claims
     assert len(claims) == 3  # no regularizer ablation at default scale
