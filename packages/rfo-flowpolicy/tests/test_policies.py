@@ -132,7 +132,7 @@ def test_policies_reject_bad_input():
         pi(torch.zeros(4, 3), torch.zeros(4, 2))
     with pytest.raises(ValueError, match="solver"):
         FlowPolicy(3, 1, solver="rk4")
-    with pytest.raises(ValueError, match="steps must be >= 1"):
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
         FlowPolicy(3, 1, steps=0)
     with pytest.raises(ValueError, match="action_high"):
         GaussianPolicy(3, 1, action_low=1.0, action_high=-1.0)

@@ -16,11 +16,25 @@ from rfo_flowpolicy.dynamics import (
     CartPoleSwingUp,
     ClassicControlModel,
     Pendulum,
+    make_acrobot_env,
     make_cartpole_swingup_env,
 )
 from rfo_flowpolicy.policies import FlowPolicy, GaussianPolicy
-from rfo_flowpolicy.regularizers import EntropyTemperature, entropy_estimate, stability_loss
-from rfo_flowpolicy.rpg import RPGConfig, RPGTrainer, TrainLog, evaluate_policy
+from rfo_flowpolicy.regularizers import (
+    EntropyTemperature,
+    entropy_estimate,
+    knn_entropy,
+    stability_loss,
+)
+from rfo_flowpolicy.rpg import (
+    EvalCallback,
+    RPGConfig,
+    RPGTrainer,
+    TrainLog,
+    episode_returns,
+    evaluate_policy,
+    td_lambda_targets,
+)
 from rfo_flowpolicy.worldmodel import WorldModel, hopper_terminated, never_terminated
 
 try:
@@ -33,6 +47,7 @@ __all__ = [
     "CartPoleSwingUp",
     "ClassicControlModel",
     "EntropyTemperature",
+    "EvalCallback",
     "FlowPolicy",
     "GaussianPolicy",
     "Pendulum",
@@ -42,9 +57,13 @@ __all__ = [
     "WorldModel",
     "__version__",
     "entropy_estimate",
+    "episode_returns",
     "evaluate_policy",
     "hopper_terminated",
+    "knn_entropy",
+    "make_acrobot_env",
     "make_cartpole_swingup_env",
     "never_terminated",
     "stability_loss",
+    "td_lambda_targets",
 ]

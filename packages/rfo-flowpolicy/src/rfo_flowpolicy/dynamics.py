@@ -314,3 +314,42 @@ def make_cartpole_swingup_env(max_episode_steps: int = 200):
             return self._obs(), float(r[0]), bool(done[0]), False, {}
 
     return TimeLimit(CartPoleSwingUpEnv(), max_episode_steps=max_episode_steps)
+
+
+def make_acrobot_env(max_episode_steps: int = 500):
+    """Gymnasium environment of :class:`Acrobot`: continuous torque, dense reward.
+
+    Subclasses gymnasium's ``AcrobotEnv`` (its constants, reset and rendering),
+    replacing the action space with ``Box(-1, 1, (1,))`` (torque in N m; ``-1, 0, +1``
+    are gymnasium's three actions) and the step with :class:`Acrobot`'s, computed in
+    numpy float64: the reward is the tip height ``-cos(t1) - cos(t1 + t2)`` in [-2, 2]
+    and the episode terminates when it exceeds 1, as in gymnasium.
+
+    Returns:
+        A ``gymnasium.Env`` wrapped in ``TimeLimit(max_episode_steps)``.
+    """
+    import gymnasium as gym
+    from gymnasium.envs.classic_control.acrobot import AcrobotEnv
+    from gymnasium.wrappers import TimeLimit
+
+    model = Acrobot()
+
+    class AcrobotContinuousEnv(AcrobotEnv):
+        def __init__(self) -> None:
+            super().__init__()
+            self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            obs, info = super().reset(seed=seed, options=options)
+            self.state = np.asarray(self.state, dtype=np.float64)
+            return obs, info
+
+        def step(self, action):
+            a = np.asarray(action, dtype=np.float64).reshape(1, 1)
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"action must be finite, got {action!r}")
+            s2, r, done = model.step_state(torch.as_tensor(self.state)[None], torch.as_tensor(a))
+            self.state = s2[0].numpy()
+            return self._get_ob(), float(r[0]), bool(done[0]), False, {}
+
+    return TimeLimit(AcrobotContinuousEnv(), max_episode_steps=max_episode_steps)

@@ -9,20 +9,31 @@ interface, so both run in the same trainer.
 
 Both emit *chunks* of ``chunk`` consecutive actions per query (``chunk=1`` is the usual
 one action per step); both squash the final sample with ``tanh`` into the action box.
+Every random draw (the noise, the flow-matching times) takes an optional
+``torch.Generator``, so a trainer that owns one generator controls all of them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import torch
+from icml26_core.validation import check_choice, check_float, check_int
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from rfo_flowpolicy._checks import check_obs, check_positive_int
+from rfo_flowpolicy._checks import check_obs
 
 SOLVERS = ("euler", "midpoint")
+
+
+def _check_hidden(hidden: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(hidden, int | str) or len(hidden) < 1:
+        raise ValueError(f"hidden must be a sequence of layer widths, got {hidden!r}")
+    return tuple(check_int(f"hidden[{i}]", h, low=1) for i, h in enumerate(hidden))
 
 
 def mlp(sizes: Sequence[int], out_scale: float = 1.0) -> nn.Sequential:
@@ -40,8 +51,22 @@ def mlp(sizes: Sequence[int], out_scale: float = 1.0) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def _bound(value: Any, act_dim: int, name: str) -> Tensor:
+    t = torch.as_tensor(np.asarray(value, dtype=np.float32))
+    if t.ndim > 1 or (t.ndim == 1 and t.shape[0] not in (1, act_dim)):
+        raise ValueError(
+            f"{name} must be a number or a sequence of {act_dim} numbers, got shape "
+            f"{tuple(t.shape)}"
+        )
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} must be finite, got {t.tolist()}")
+    return t.expand(act_dim).clone()
+
+
 class _SquashedPolicy(nn.Module):
     """Shared plumbing: action box, observation normalization, chunk shapes."""
+
+    _init_kwargs: dict[str, Any]
 
     def __init__(
         self,
@@ -52,17 +77,33 @@ class _SquashedPolicy(nn.Module):
         action_high: float | Sequence[float],
     ) -> None:
         super().__init__()
-        self.obs_dim = check_positive_int(obs_dim, "obs_dim")
-        self.act_dim = check_positive_int(act_dim, "act_dim")
-        self.chunk = check_positive_int(chunk, "chunk")
-        low = torch.as_tensor(action_low, dtype=torch.float32).expand(act_dim).clone()
-        high = torch.as_tensor(action_high, dtype=torch.float32).expand(act_dim).clone()
+        self.obs_dim = check_int("obs_dim", obs_dim, low=1)
+        self.act_dim = check_int("act_dim", act_dim, low=1)
+        self.chunk = check_int("chunk", chunk, low=1)
+        low = _bound(action_low, act_dim, "action_low")
+        high = _bound(action_high, act_dim, "action_high")
         if not bool((high > low).all()):
-            raise ValueError(f"action_high must exceed action_low, got {low} and {high}")
+            raise ValueError(
+                f"action_high must exceed action_low, got {low.tolist()} and {high.tolist()}"
+            )
         self.register_buffer("act_center", (high + low) / 2)
         self.register_buffer("act_half", (high - low) / 2)
         self.register_buffer("obs_mean", torch.zeros(obs_dim))
         self.register_buffer("obs_std", torch.ones(obs_dim))
+
+    @property
+    def action_low(self) -> np.ndarray:
+        """Lower bounds of the action box, shape (act_dim,), float32."""
+        return (self.act_center - self.act_half).cpu().numpy()
+
+    @property
+    def action_high(self) -> np.ndarray:
+        """Upper bounds of the action box, shape (act_dim,), float32."""
+        return (self.act_center + self.act_half).cpu().numpy()
+
+    def init_kwargs(self) -> dict[str, Any]:
+        """The constructor's arguments (plain Python values), for saving and rebuilding."""
+        return dict(self._init_kwargs)
 
     @property
     def raw_dim(self) -> int:
@@ -89,15 +130,45 @@ class _SquashedPolicy(nn.Module):
         return torch.atanh(u).reshape(actions.shape[0], self.raw_dim)
 
     def sample_noise(self, n: int, generator: torch.Generator | None = None) -> Tensor:
-        """Standard normal noise of shape (n, chunk*act_dim) on the policy's device."""
-        return torch.randn(n, self.raw_dim, generator=generator, device=self.act_center.device)
+        """Standard normal noise of shape (n, chunk*act_dim) on the policy's device.
 
-    def generate(self, obs: Tensor, noise: Tensor | None = None) -> Tensor:
+        Args:
+            n: Number of samples.
+            generator: Source of the draw (a CPU generator works for any device: the
+                noise is drawn on the generator's device and moved); torch's global
+                generator if None.
+        """
+        dev = self.act_center.device
+        gen_dev = generator.device if generator is not None else dev
+        z = torch.randn(n, self.raw_dim, generator=generator, device=gen_dev)
+        return z.to(dev)
+
+    def _noise_for(
+        self, obs: Tensor, noise: Tensor | None, generator: torch.Generator | None
+    ) -> Tensor:
+        if noise is None:
+            return self.sample_noise(obs.shape[0], generator)
+        if noise.shape != (obs.shape[0], self.raw_dim):
+            raise ValueError(
+                f"noise must have shape ({obs.shape[0]}, {self.raw_dim}), got {tuple(noise.shape)}"
+            )
+        return noise
+
+    def generate(
+        self,
+        obs: Tensor,
+        noise: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
         """Raw (pre-tanh) samples, shape (n, chunk*act_dim)."""
         raise NotImplementedError
 
     def forward(
-        self, obs: Tensor, noise: Tensor | None = None, deterministic: bool = False
+        self,
+        obs: Tensor,
+        noise: Tensor | None = None,
+        deterministic: bool = False,
+        generator: torch.Generator | None = None,
     ) -> Tensor:
         """Differentiable actions for a batch of observations.
 
@@ -105,6 +176,7 @@ class _SquashedPolicy(nn.Module):
             obs: Observations, shape (n, obs_dim), float.
             noise: Optional noise (n, chunk*act_dim); standard normal if None.
             deterministic: Use zero noise (the policy's "mode" for evaluation).
+            generator: Source of the noise when ``noise`` is None.
 
         Returns:
             Actions in the box, shape (n, act_dim) if ``chunk == 1`` else
@@ -115,17 +187,35 @@ class _SquashedPolicy(nn.Module):
         """
         if deterministic:
             noise = torch.zeros(obs.shape[0], self.raw_dim, device=self.act_center.device)
-        a = self.squash(self.generate(obs, noise))
+        a = self.squash(self.generate(obs, noise, generator))
         return a[:, 0] if self.chunk == 1 else a
 
     @torch.no_grad()
-    def act(self, obs, deterministic: bool = False):
-        """Numpy convenience: one observation (obs_dim,) to its action chunk (chunk, act_dim)."""
-        o = torch.as_tensor(obs, dtype=torch.float32, device=self.act_center.device)[None]
+    def act(
+        self, obs: Any, deterministic: bool = False, generator: torch.Generator | None = None
+    ) -> np.ndarray:
+        """Numpy convenience: observations to action chunks, without gradients.
+
+        Args:
+            obs: One observation, shape (obs_dim,), or a batch (n, obs_dim).
+            deterministic: Use zero noise.
+            generator: Source of the noise (torch's global generator if None).
+
+        Returns:
+            float32 array of shape (chunk, act_dim) for one observation, (n, chunk,
+            act_dim) for a batch.
+
+        Raises:
+            ValueError: On a wrong observation size or NaN/inf values.
+        """
+        o = torch.as_tensor(np.asarray(obs, dtype=np.float32), device=self.act_center.device)
+        single = o.ndim == 1
+        o = o[None] if single else o
         noise = None
         if deterministic:
-            noise = torch.zeros(1, self.raw_dim, device=self.act_center.device)
-        return self.squash(self.generate(o, noise))[0].cpu().numpy()
+            noise = torch.zeros(o.shape[0], self.raw_dim, device=self.act_center.device)
+        out = self.squash(self.generate(o, noise, generator)).cpu().numpy()
+        return out[0] if single else out
 
 
 class FlowPolicy(_SquashedPolicy):
@@ -174,15 +264,21 @@ class FlowPolicy(_SquashedPolicy):
         action_high: float | Sequence[float] = 1.0,
     ) -> None:
         super().__init__(obs_dim, act_dim, chunk, action_low, action_high)
-        self.steps = check_positive_int(steps, "steps")
-        if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-        if not noise_scale > 0:
-            raise ValueError(f"noise_scale must be > 0, got {noise_scale}")
-        self.solver = solver
-        self.noise_scale = float(noise_scale)
-        if len(hidden) < 1:
-            raise ValueError("hidden must name at least one layer width")
+        self.steps = check_int("steps", steps, low=1)
+        self.solver = check_choice("solver", solver, SOLVERS)
+        self.noise_scale = check_float("noise_scale", noise_scale, low=0.0, low_inclusive=False)
+        hidden = _check_hidden(hidden)
+        self._init_kwargs = {
+            "obs_dim": self.obs_dim,
+            "act_dim": self.act_dim,
+            "chunk": self.chunk,
+            "hidden": list(hidden),
+            "steps": self.steps,
+            "solver": self.solver,
+            "noise_scale": self.noise_scale,
+            "action_low": self.action_low.tolist(),
+            "action_high": self.action_high.tolist(),
+        }
         # The first layer acts on [x, time features, obs]; it is split in three so the
         # observation's share is computed once per generation, not once per ODE step.
         self.in_x = nn.Linear(self.raw_dim, hidden[0])
@@ -218,18 +314,29 @@ class FlowPolicy(_SquashedPolicy):
                 x = x + h * self._field(mid, t_proj[2 * i + 1], obs_proj)
         return x
 
-    def generate(self, obs: Tensor, noise: Tensor | None = None) -> Tensor:
-        """Raw samples ``x_1`` (pre-tanh), shape (n, chunk*act_dim)."""
-        on = self._norm(obs)
-        if noise is None:
-            noise = self.sample_noise(obs.shape[0])
-        elif noise.shape != (obs.shape[0], self.raw_dim):
-            raise ValueError(
-                f"noise must have shape ({obs.shape[0]}, {self.raw_dim}), got {tuple(noise.shape)}"
-            )
-        return self.integrate(on, self.noise_scale * noise)
+    def generate(
+        self,
+        obs: Tensor,
+        noise: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Raw samples ``x_1`` (pre-tanh), shape (n, chunk*act_dim).
 
-    def flow_matching_loss(self, obs: Tensor, target_raw: Tensor, noise: Tensor | None = None):
+        Args:
+            obs: Observations (n, obs_dim).
+            noise: Standard normal noise (n, chunk*act_dim); drawn if None.
+            generator: Source of the noise when ``noise`` is None.
+        """
+        on = self._norm(obs)
+        return self.integrate(on, self.noise_scale * self._noise_for(obs, noise, generator))
+
+    def flow_matching_loss(
+        self,
+        obs: Tensor,
+        target_raw: Tensor,
+        noise: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
         """Conditional flow-matching loss towards raw targets (straight paths).
 
         ``x_t = (1 - t) x_0 + t x_1``; regress ``v(x_t, t, obs)`` on ``x_1 - x_0``. With
@@ -240,14 +347,16 @@ class FlowPolicy(_SquashedPolicy):
             obs: Observations (n, obs_dim).
             target_raw: Raw targets (n, chunk*act_dim), e.g. :meth:`unsquash` of actions.
             noise: Optional coupled noise (n, chunk*act_dim).
+            generator: Source of the noise and of the times ``t ~ U(0, 1)``.
 
         Returns:
             Scalar mean squared error.
         """
         on = self._norm(obs)
         n = obs.shape[0]
-        x0 = self.noise_scale * (self.sample_noise(n) if noise is None else noise)
-        t = torch.rand(n, 1, device=x0.device)
+        x0 = self.noise_scale * self._noise_for(obs, noise, generator)
+        gen_dev = generator.device if generator is not None else x0.device
+        t = torch.rand(n, 1, generator=generator, device=gen_dev).to(x0.device)
         xt = (1 - t) * x0 + t * target_raw
         return ((self.velocity(xt, t, on) - (target_raw - x0)) ** 2).sum(1).mean()
 
@@ -285,16 +394,26 @@ class GaussianPolicy(_SquashedPolicy):
         action_high: float | Sequence[float] = 1.0,
     ) -> None:
         super().__init__(obs_dim, act_dim, chunk, action_low, action_high)
-        if not init_std > 0:
-            raise ValueError(f"init_std must be > 0, got {init_std}")
+        init_std = check_float("init_std", init_std, low=0.0, low_inclusive=False)
+        hidden = _check_hidden(hidden)
+        self._init_kwargs = {
+            "obs_dim": self.obs_dim,
+            "act_dim": self.act_dim,
+            "chunk": self.chunk,
+            "hidden": list(hidden),
+            "init_std": init_std,
+            "action_low": self.action_low.tolist(),
+            "action_high": self.action_high.tolist(),
+        }
         self.net = mlp([obs_dim, *hidden, self.raw_dim], out_scale=0.1)
         self.log_std = nn.Parameter(torch.full((self.raw_dim,), math.log(init_std)))
 
-    def generate(self, obs: Tensor, noise: Tensor | None = None) -> Tensor:
+    def generate(
+        self,
+        obs: Tensor,
+        noise: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
         """Raw samples ``mu + sigma * noise``, shape (n, chunk*act_dim)."""
         mu = self.net(self._norm(obs))
-        if noise is None:
-            noise = self.sample_noise(obs.shape[0])
-        elif noise.shape != mu.shape:
-            raise ValueError(f"noise must have shape {tuple(mu.shape)}, got {tuple(noise.shape)}")
-        return mu + self.log_std.clamp(-5, 1).exp() * noise
+        return mu + self.log_std.clamp(-5, 1).exp() * self._noise_for(obs, noise, generator)
