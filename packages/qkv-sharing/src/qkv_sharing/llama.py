@@ -2,32 +2,57 @@
 
 :class:`SharedQKVLlamaConfig` is a ``LlamaConfig`` with two more fields, ``sharing``
 and ``asymmetric``; :class:`SharedQKVLlamaForCausalLM` is a ``LlamaForCausalLM`` whose
-attention layers are :class:`~qkv_sharing.attention.SharedProjectionAttention`. Every
-other part (embeddings, RMSNorm, SwiGLU MLP, the tied head, ``generate()``, saving and
-loading, ``AutoModelForCausalLM``) is transformers' own.
+attention layers are :class:`LlamaSharedAttention`. Every other part (embeddings,
+RMSNorm, SwiGLU MLP, the tied head, rotary embeddings of every ``rope_type``,
+masks, the attention kernels of ``attn_implementation``, ``generate()``, saving and
+loading, ``AutoModelForCausalLM``, ``output_attentions`` / ``output_hidden_states``) is
+transformers' own.
 
-The KV cache is transformers' ``DynamicCache``: a ``"q-k=v"`` or ``"q=k=v"`` layer
-appends its one shared tensor as the keys and a zero-length tensor as the values, so
-the cache holds one tensor per layer and the saving is real memory, measured by
-:func:`~qkv_sharing.cache.cache_nbytes`.
+Caches. Two-tensor variants (``"qkv"``, ``"q=k-v"``) cache rotated keys and values
+exactly as stock Llama does. One-tensor variants (``"q-k=v"``, ``"q=k=v"``) cache the
+shared projection *before* RoPE in one tensor (:mod:`qkv_sharing.cache`): any
+``DynamicCache`` or ``StaticCache`` (so ``generate(cache_implementation="static")``,
+``torch.compile`` of the decode step and ``torch.export``, see
+:class:`SharedQKVExportableDecoder`) holds half the bytes of the two-tensor cache.
 
-Positions: the attention layers number the tokens ``0, 1, ...`` in cache order
-(transformers' default ``position_ids``). Explicit ``position_ids`` (e.g. from left
-padding) are ignored; RoPE depends only on position differences, so within a
-left-padded row every real token sees the same relative positions as without padding.
+Positions. Without a cache every variant rotates queries and keys by ``position_ids``
+(any positions: packed sequences, offsets). With a cache, two-tensor variants do the
+same (the rotated keys are cached); one-tensor variants rotate the cached keys on every
+read, by their index in the cache, and the queries by theirs. RoPE depends only on
+position differences, so this equals rotating by ``position_ids`` whenever those
+advance by one per token within a row, which is what ``generate()`` produces for every
+search strategy and for left-padded batches (tested); position ids that jump inside a
+cached row (not produced by ``generate()``) are honoured only by the two-tensor variants.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from huggingface_hub.dataclasses import strict
+from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+from transformers.models.llama.modeling_llama import (
+    LlamaDecoderLayer,
+    LlamaModel,
+    LlamaPreTrainedModel,
+    eager_attention_forward,
+)
 
-from qkv_sharing.attention import SharedProjectionAttention, check_sharing
+from qkv_sharing.attention import SharedProjectionAttention, cache_tensors_per_layer, check_sharing
+from qkv_sharing.cache import adopt_one_tensor_layer, shared_cache
+from qkv_sharing.rotary import rotate_half
 
-__all__ = ["SharedQKVLlamaConfig", "SharedQKVLlamaForCausalLM", "shared_llama"]
+__all__ = [
+    "LlamaSharedAttention",
+    "SharedQKVExportableDecoder",
+    "SharedQKVLlamaConfig",
+    "SharedQKVLlamaForCausalLM",
+    "SharedQKVLlamaModel",
+    "shared_llama",
+]
 
 
 @strict
@@ -59,18 +84,68 @@ class SharedQKVLlamaConfig(LlamaConfig):
             )
 
 
-def _rope_theta(config: LlamaConfig) -> float:
-    params = getattr(config, "rope_parameters", None) or {}
-    rope_type = params.get("rope_type", "default")
-    if rope_type != "default":
-        raise ValueError(f"only rope_type 'default' is supported, got {rope_type!r}")
-    return float(params.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """transformers' ``apply_rotary_pos_emb`` for one tensor; cos/sin (batch, seq, head_dim)."""
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return (x * cos) + (rotate_half(x) * sin)
+
+
+def _tracing() -> bool:
+    exporting = getattr(torch.compiler, "is_exporting", lambda: False)
+    return bool(torch.compiler.is_compiling() or exporting())
+
+
+class _CachedKeyRotary:
+    """cos/sin of cache indices 0, 1, ... from the model's rotary embedding, shared by layers.
+
+    For rope types whose frequencies do not change with the sequence length the table is
+    computed once (grown by doubling) and sliced; for ``dynamic``-style types it is
+    recomputed per call, as the rotary module itself does.
+    """
+
+    def __init__(self, rotary: nn.Module) -> None:
+        self.rotary = rotary
+        rope_type = str(getattr(rotary, "rope_type", "default"))
+        self.static = not any(word in rope_type for word in ("dynamic", "longrope"))
+        self._table: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def __call__(self, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin of positions ``0 .. length - 1``: each (1, length, head_dim), ``like``'s dtype."""
+        table = self._table
+        fits = (
+            self.static
+            and table is not None
+            and table[0].shape[1] >= length
+            and table[0].device == like.device
+            and table[0].dtype == like.dtype
+        )
+        if not fits:
+            if not self.static or _tracing():
+                # never store a tensor made while tracing (export would leak a fake one)
+                ids = torch.arange(length, device=like.device)[None]
+                return self.rotary(like, ids)
+            size = max(length, 2 * (table[0].shape[1] if table is not None else 0), 64)
+            ids = torch.arange(size, device=like.device)[None]
+            with torch.no_grad():
+                cos, sin = self.rotary(like, ids)
+            table = (cos.detach(), sin.detach())
+            self._table = table
+        return table[0][:, :length], table[1][:, :length]
 
 
 class LlamaSharedAttention(SharedProjectionAttention):
-    """The attention of one Llama layer, with the call signature Llama layers use."""
+    """The attention of one Llama layer, with transformers' call signature.
 
-    def __init__(self, config: SharedQKVLlamaConfig, layer_idx: int) -> None:
+    Projections, head layout and the key phase are :class:`SharedProjectionAttention`'s;
+    rotary embeddings come from the model (``position_embeddings``, any ``rope_type``);
+    the kernel is transformers' ``attn_implementation`` (``"sdpa"``, ``"eager"``,
+    flash/flex where installed), so masks and grouped-query kernels are stock Llama's.
+    ``output_attentions=True`` uses the eager kernel and returns the weights.
+    """
+
+    def __init__(
+        self, config: SharedQKVLlamaConfig, layer_idx: int, key_rotary: _CachedKeyRotary
+    ) -> None:
         super().__init__(
             config.hidden_size,
             config.num_attention_heads,
@@ -78,27 +153,110 @@ class LlamaSharedAttention(SharedProjectionAttention):
             sharing=getattr(config, "sharing", "qkv"),
             head_dim=getattr(config, "head_dim", None),
             causal=True,
-            rope=True,
-            rope_theta=_rope_theta(config),
+            rope=True,  # turned by the model's rotary embedding (position_embeddings)
             asymmetric=getattr(config, "asymmetric", False),
             bias=config.attention_bias,
         )
+        self.config = config
         self.layer_idx = layer_idx
+        self.is_causal = True
+        self.num_key_value_groups = self.group_size
+        self.scaling = self.head_dim**-0.5
+        self.attention_dropout = float(getattr(config, "attention_dropout", 0.0))
+        self.one_tensor = cache_tensors_per_layer(self.sharing) == 1
+        object.__setattr__(self, "_key_rotary", key_rotary)  # shared, not a submodule
         self.reset_parameters(std=config.initializer_range)
+
+    def _phase(self, k: torch.Tensor) -> torch.Tensor:
+        if self.key_phase is None:
+            return k
+        phase = torch.cat((self.key_phase, self.key_phase), dim=-1)[None, :, None, :]
+        return k * phase.cos().to(k.dtype) + rotate_half(k) * phase.sin().to(k.dtype)
 
     def forward(  # type: ignore[override]
         self,
         hidden_states: torch.Tensor,
-        position_embeddings: Any = None,
+        position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None,
         attention_mask: torch.Tensor | None = None,
         cache: Any = None,
         past_key_values: Any = None,
         **kwargs: Any,
-    ) -> tuple[torch.Tensor, None]:
-        """Attention output (batch, seq, hidden) and no attention weights."""
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attention output (batch, seq, hidden) and the weights (or None).
+
+        Args:
+            hidden_states: (batch, seq, hidden_size).
+            position_embeddings: ``(cos, sin)`` of the tokens' ``position_ids``, each
+                (batch, seq, head_dim), from the model's rotary embedding.
+            attention_mask: The model's 4-D mask (bool or additive float) or None.
+            cache: A ``transformers.Cache`` (``past_key_values`` in older releases).
+            **kwargs: Passed to the attention kernel (``output_attentions`` selects
+                the eager kernel).
+        """
         cache = cache if cache is not None else past_key_values
-        out = super().forward(hidden_states, None, attention_mask, cache, self.layer_idx)
-        return out, None
+        if position_embeddings is None:
+            raise ValueError("position_embeddings (cos, sin) are required")
+        b, q_len, _ = hidden_states.shape
+        q, k, v = self.project(hidden_states)
+        cos, sin = position_embeddings
+        if self.one_tensor and cache is not None:
+            adopt_one_tensor_layer(cache, self.layer_idx)  # False: stored twice, still right
+            # cache indices of the new tokens, taken before the write (a static layer's
+            # length is a tensor that the write increments in place)
+            q_pos = torch.arange(q_len, device=hidden_states.device) + cache.get_seq_length(
+                self.layer_idx
+            )
+            shared, _ = cache.update(k, k, self.layer_idx)
+            cos_k, sin_k = self._key_rotary(shared.shape[-2], hidden_states)
+            q = _rope(q, cos_k.index_select(1, q_pos), sin_k.index_select(1, q_pos))
+            k, v = self._phase(_rope(shared, cos_k, sin_k)), shared
+        elif self.one_tensor:
+            q = _rope(q, cos, sin)
+            k, v = self._phase(_rope(k, cos, sin)), k
+        else:
+            q = _rope(q, cos, sin)
+            k = self._phase(_rope(k, cos, sin))
+            if cache is not None:
+                k, v = cache.update(k, v, self.layer_idx)
+
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+        interface: Callable[..., Any] = eager_attention_forward
+        if not kwargs.get("output_attentions", False):
+            interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+                self.config._attn_implementation, eager_attention_forward
+            )
+        out, weights = interface(
+            self,
+            q,
+            k,
+            v,
+            attention_mask,
+            dropout=0.0 if not self.training else self.attention_dropout,
+            scaling=self.scaling,
+            **kwargs,
+        )
+        out = out.reshape(b, q_len, -1).contiguous()
+        return self.o_proj(out), weights
+
+
+class SharedQKVLlamaModel(LlamaModel):
+    """``LlamaModel`` whose attention layers are :class:`LlamaSharedAttention`."""
+
+    config_class = SharedQKVLlamaConfig
+    _can_record_outputs = {
+        "hidden_states": LlamaDecoderLayer,
+        "attentions": LlamaSharedAttention,
+    }
+
+    def __init__(self, config: SharedQKVLlamaConfig) -> None:
+        super().__init__(config)
+        key_rotary = _CachedKeyRotary(self.rotary_emb)
+        weight = self.embed_tokens.weight
+        for idx, layer in enumerate(self.layers):
+            layer.self_attn = LlamaSharedAttention(config, idx, key_rotary).to(
+                device=weight.device, dtype=weight.dtype
+            )
 
 
 class SharedQKVLlamaForCausalLM(LlamaForCausalLM):
@@ -120,16 +278,76 @@ class SharedQKVLlamaForCausalLM(LlamaForCausalLM):
     config_class = SharedQKVLlamaConfig
 
     def __init__(self, config: SharedQKVLlamaConfig) -> None:
-        super().__init__(config)
-        for idx, layer in enumerate(self.model.layers):
-            layer.self_attn = LlamaSharedAttention(config, idx).to(
-                device=self.model.embed_tokens.weight.device,
-                dtype=self.model.embed_tokens.weight.dtype,
-            )
+        LlamaPreTrainedModel.__init__(self, config)
+        self.model = SharedQKVLlamaModel(config)
+        self.vocab_size = config.vocab_size
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
 
 
 AutoConfig.register(SharedQKVLlamaConfig.model_type, SharedQKVLlamaConfig, exist_ok=True)
 AutoModelForCausalLM.register(SharedQKVLlamaConfig, SharedQKVLlamaForCausalLM, exist_ok=True)
+
+
+class SharedQKVExportableDecoder(nn.Module):
+    """A model plus its own static cache as an ``nn.Module``: for ``torch.export`` / compile.
+
+    The cache tensors (one per layer for one-tensor variants, two otherwise) and their
+    write positions are registered as non-persistent buffers, so an exported program
+    owns and mutates them. ``forward(input_ids, cache_position)`` feeds the tokens at
+    cache slots ``cache_position[0], cache_position[0] + 1, ...`` and returns logits
+    (batch, seq, vocab).
+
+    Args:
+        model: A :class:`SharedQKVLlamaForCausalLM` (or a stock ``LlamaForCausalLM``).
+        max_cache_len: Tokens the cache holds.
+        batch_size: Sequences per call.
+
+    Example:
+        >>> import torch
+        >>> model = shared_llama("1M", "q-k=v", n_kv_heads=1, n_heads=4,
+        ...                      num_hidden_layers=1).eval()
+        >>> step = SharedQKVExportableDecoder(model, max_cache_len=16)
+        >>> ids, pos = torch.tensor([[1, 2, 3]]), torch.tensor([0])
+        >>> program = torch.export.export(step, (ids, pos))
+        >>> program.module()(ids, pos).shape
+        torch.Size([1, 3, 256])
+    """
+
+    def __init__(self, model: nn.Module, max_cache_len: int, batch_size: int = 1) -> None:
+        super().__init__()
+        self.model = model
+        self.cache = shared_cache(model, "static", max_cache_len=max_cache_len, batch_size=batch_size)
+        for module in model.modules():  # the rotary table of cached keys, made before tracing
+            key_rotary = getattr(module, "_key_rotary", None)
+            if key_rotary is not None:
+                weight = model.get_input_embeddings().weight
+                key_rotary(max_cache_len, weight[:1, None])
+                break
+        for i, layer in enumerate(self.cache.layers):
+            self.register_buffer(f"cache_{i}", layer.keys, persistent=False)
+            if layer.values is not layer.keys:
+                self.register_buffer(f"cache_values_{i}", layer.values, persistent=False)
+            if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor):
+                self.register_buffer(f"cache_length_{i}", layer.cumulative_length, persistent=False)
+
+    def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
+        """Logits (batch, seq, vocab) of ``input_ids`` (batch, seq) written at ``cache_position[0]``."""
+        for layer in self.cache.layers:
+            if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor):
+                layer.cumulative_length.copy_(cache_position[0])
+        out = self.model(input_ids=input_ids, attention_mask=None, **{_CACHE_KW: self.cache}, use_cache=True)
+        return out.logits
+
+
+def _cache_keyword() -> str:
+    import inspect
+
+    params = inspect.signature(LlamaModel.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+_CACHE_KW = _cache_keyword()
 
 
 def shared_llama(
@@ -160,7 +378,8 @@ def shared_llama(
         max_seq_len: ``max_position_embeddings``.
         seed: Seed of the initial weights (torch's global state is left alone).
         device: Where to put the model.
-        **overrides: Other ``LlamaConfig`` fields.
+        **overrides: Other ``LlamaConfig`` fields (``head_dim``, ``rope_parameters``,
+            ``attn_implementation``, ...).
 
     Returns:
         The model, in training mode, with ``use_cache=True`` (``generate()`` keeps a
@@ -187,6 +406,7 @@ def shared_llama(
     # train_lm asks for no cache explicitly anyway).
     fields |= {"num_attention_heads": heads, "num_key_value_heads": n_kv_heads or heads}
     fields["use_cache"] = True
+    attn_implementation = overrides.pop("attn_implementation", None)
     fields |= overrides
     if fields["hidden_size"] % fields["num_attention_heads"] and "head_dim" not in fields:
         raise ValueError(
@@ -194,6 +414,8 @@ def shared_llama(
             f"({fields['hidden_size']})"
         )
     config = SharedQKVLlamaConfig(sharing=sharing, asymmetric=asymmetric, **fields)
+    if attn_implementation is not None:
+        config._attn_implementation = attn_implementation
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = SharedQKVLlamaForCausalLM(config)
