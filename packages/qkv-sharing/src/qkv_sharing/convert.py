@@ -96,7 +96,7 @@ def from_llama(
     merge: str = "svd",
     calibration: Any = None,
     calibration_batch_size: int = 8,
-    ridge: float = 1e-4,
+    ridge: float = 1e-6,
 ) -> SharedQKVLlamaForCausalLM:
     """A shared-projection copy of a stock ``LlamaForCausalLM`` (the input is not changed).
 

@@ -15,14 +15,17 @@ shared projection *before* RoPE in one tensor (:mod:`qkv_sharing.cache`): any
 ``torch.compile`` of the decode step and ``torch.export``, see
 :class:`SharedQKVExportableDecoder`) holds half the bytes of the two-tensor cache.
 
-Positions. Without a cache every variant rotates queries and keys by ``position_ids``
-(any positions: packed sequences, offsets). With a cache, two-tensor variants do the
-same (the rotated keys are cached); one-tensor variants rotate the cached keys on every
-read, by their index in the cache, and the queries by theirs. RoPE depends only on
-position differences, so this equals rotating by ``position_ids`` whenever those
-advance by one per token within a row, which is what ``generate()`` produces for every
-search strategy and for left-padded batches (tested); position ids that jump inside a
-cached row (not produced by ``generate()``) are honoured only by the two-tensor variants.
+Positions. Every variant rotates queries and keys by ``position_ids`` (any positions:
+packed sequences, offsets) in a forward pass without a cache and in the first pass that
+fills one (a prompt). Two-tensor variants cache rotated keys, as stock Llama does, so
+they honour any ``position_ids`` later too. One-tensor variants cache the unrotated
+tensor and, once it holds tokens, rotate the cached keys on every read by their index
+in the cache, and the new queries by theirs. RoPE depends only on position
+differences, so this equals rotating by ``position_ids`` whenever those advance by one
+per token within a row, which is what ``generate()`` produces for every search
+strategy and for left-padded batches (tested). Position ids that jump inside a row
+that is continued from a cache (not produced by ``generate()``) are honoured only by
+the two-tensor variants.
 """
 
 from __future__ import annotations
@@ -201,15 +204,24 @@ class LlamaSharedAttention(SharedProjectionAttention):
         cos, sin = position_embeddings
         if self.one_tensor and cache is not None:
             adopt_one_tensor_layer(cache, self.layer_idx)  # False: stored twice, still right
+            past = cache.get_seq_length(self.layer_idx)
+            # A first write of several tokens attends only among them: turn them by
+            # position_ids (exact, like no cache). Later reads turn the cached keys by
+            # cache index. (The check is skipped for single tokens, e.g. compiled decode.)
+            fresh = q_len > 1 and int(past) == 0
             # cache indices of the new tokens, taken before the write (a static layer's
             # length is a tensor that the write increments in place)
-            q_pos = torch.arange(q_len, device=hidden_states.device) + cache.get_seq_length(
-                self.layer_idx
-            )
+            q_pos = torch.arange(q_len, device=hidden_states.device) + past
             shared, _ = cache.update(k, k, self.layer_idx)
-            cos_k, sin_k = self._key_rotary(shared.shape[-2], hidden_states)
-            q = _rope(q, cos_k.index_select(1, q_pos), sin_k.index_select(1, q_pos))
-            k, v = self._phase(_rope(shared, cos_k, sin_k)), shared
+            if fresh:
+                q = _rope(q, cos, sin)
+                k, v = self._phase(_rope(k, cos, sin)), k
+                if attention_mask is not None:  # a static cache's mask spans its whole buffer
+                    attention_mask = attention_mask[..., :q_len]
+            else:
+                cos_k, sin_k = self._key_rotary(shared.shape[-2], hidden_states)
+                q = _rope(q, cos_k.index_select(1, q_pos), sin_k.index_select(1, q_pos))
+                k, v = self._phase(_rope(shared, cos_k, sin_k)), shared
         elif self.one_tensor:
             q = _rope(q, cos, sin)
             k, v = self._phase(_rope(k, cos, sin)), k
@@ -226,6 +238,14 @@ class LlamaSharedAttention(SharedProjectionAttention):
             interface = ALL_ATTENTION_FUNCTIONS.get_interface(
                 self.config._attn_implementation, eager_attention_forward
             )
+        elif attention_mask is None and q_len > 1:
+            # the model left the causal mask to the sdpa kernel; the eager one needs it
+            kv_len = k.shape[-2]
+            future = torch.ones(q_len, kv_len, dtype=torch.bool, device=q.device).triu(
+                kv_len - q_len + 1
+            )
+            attention_mask = torch.zeros(q_len, kv_len, dtype=q.dtype, device=q.device)
+            attention_mask = attention_mask.masked_fill(future, torch.finfo(q.dtype).min)[None, None]
         out, weights = interface(
             self,
             q,
@@ -333,10 +353,13 @@ class SharedQKVExportableDecoder(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
         """Logits (batch, seq, vocab) of ``input_ids`` (batch, seq) written at ``cache_position[0]``."""
-        for layer in self.cache.layers:
-            if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor):
-                layer.cumulative_length.copy_(cache_position[0])
-        out = self.model(input_ids=input_ids, attention_mask=None, **{_CACHE_KW: self.cache}, use_cache=True)
+        with torch.no_grad():  # inference: the cache buffers must not join a graph
+            for layer in self.cache.layers:
+                if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor):
+                    layer.cumulative_length.copy_(cache_position[0])
+            out = self.model(
+                input_ids=input_ids, attention_mask=None, use_cache=True, **{_CACHE_KW: self.cache}
+            )
         return out.logits
 
 
