@@ -13,9 +13,11 @@ from qkv_sharing import (
     shared_cache,
 )
 from qkv_sharing.cache import adopt_one_tensor_layer
-from transformers import DynamicCache, LlamaModel, StaticCache
+from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, LlamaModel, StaticCache
 
-CACHE_KW = "cache" if "cache" in inspect.signature(LlamaModel.forward).parameters else "past_key_values"
+CACHE_KW = (
+    "cache" if "cache" in inspect.signature(LlamaModel.forward).parameters else "past_key_values"
+)
 
 
 def _model(sharing="q-k=v", n_kv=2):
@@ -86,7 +88,10 @@ def test_static_layer_writes_in_place_into_one_buffer():
 def test_adopting_stock_layers_and_shared_cache():
     cache = DynamicCache()
     assert adopt_one_tensor_layer(cache, 1)  # lazily created layers are created first
-    assert [type(layer).__name__ for layer in cache.layers] == ["DynamicLayer", "SharedDynamicLayer"]
+    assert [type(layer).__name__ for layer in cache.layers] == [
+        "DynamicLayer",
+        "SharedDynamicLayer",
+    ]
     full = StaticCache(config=_model().config, max_cache_len=4)
     full.layers[0].update(_states(2), _states(2, 1))
     with pytest.raises(ValueError, match="already holds 2 tokens"):
@@ -113,24 +118,58 @@ def test_user_built_caches_give_the_same_tokens(sharing):
         assert torch.equal(_greedy_steps(model, cache, _ids(), 4), ref)
 
 
-@pytest.mark.slow  # compiling takes 7-15 s on 2 busy cores
+def _stock_compile_mode():
+    """``fullgraph`` with which this torch/transformers pair compiles a stock Llama decode step.
+
+    None when it cannot compile one at all (e.g. torch 2.6 with transformers 5.4 fails
+    inside transformers' own output-capturing wrapper).
+    """
+    config = _model("qkv").config.to_dict()
+    fields = {k: v for k, v in config.items() if k in LlamaConfig.__dataclass_fields__}
+    stock = LlamaForCausalLM(LlamaConfig(**{k: v for k, v in fields.items() if k != "model_type"}))
+    stock.eval()
+    for fullgraph in (True, False):
+        torch._dynamo.reset()
+        step = torch.compile(stock, backend="aot_eager", fullgraph=fullgraph)
+        try:
+            _greedy_steps(
+                stock, StaticCache(config=stock.config, max_cache_len=8), _ids(2, 3), 2, step
+            )
+        except Exception:
+            continue
+        return fullgraph
+    return None
+
+
+@pytest.mark.slow  # compiling takes 10-30 s on 2 busy cores
 def test_torch_compile_of_the_decode_step_with_a_static_cache():
+    # in one graph (no graph break of our own) wherever a stock Llama compiles in one
+    fullgraph = _stock_compile_mode()
+    if fullgraph is None:
+        pytest.skip("this torch/transformers pair cannot compile a stock Llama decode step")
+    torch._dynamo.reset()
     model = _model("q-k=v", 2)
     ref = model.generate(_ids(), max_new_tokens=5, do_sample=False, use_cache=False)
     cache = shared_cache(model, "static", max_cache_len=12, batch_size=2)
-    step = torch.compile(model, backend="aot_eager", fullgraph=True)
+    step = torch.compile(model, backend="aot_eager", fullgraph=fullgraph)
     assert torch.equal(_greedy_steps(model, cache, _ids(), 5, forward=step), ref)
 
 
+@pytest.mark.skipif(
+    tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 6),
+    reason="exporting a transformers decoder with a mutated cache needs torch >= 2.6",
+)
 @pytest.mark.parametrize("sharing", ["q-k=v", "qkv"])
 def test_torch_export_of_the_decoder_with_its_static_cache(sharing):
     model = _model(sharing, 1)
     ids = _ids(1, 5)
     ref = model.generate(ids, max_new_tokens=4, do_sample=False, use_cache=False)
     decoder = SharedQKVExportableDecoder(model, max_cache_len=12)
-    tensors = [n for n, _ in decoder.named_buffers() if n.startswith("cache_") and "length" not in n]
+    tensors = [
+        n for n, _ in decoder.named_buffers() if n.startswith("cache_") and "length" not in n
+    ]
     assert len(tensors) == (2 if sharing == "q-k=v" else 4)  # 2 layers x 1 or 2 tensors
-    program = torch.export.export(decoder, (ids[:, :1], torch.tensor([0])))
+    program = torch.export.export(decoder, (ids[:, :1], torch.tensor([0])), strict=False)
     run = program.module()
     tokens = ids[0].tolist()
     logits = None
