@@ -108,5 +108,7 @@ def test_bad_conversions_raise():
         from_llama(shared_llama("1M", "q-k=v"))
     with pytest.raises(TypeError, match="LlamaForCausalLM"):
         from_llama(torch.nn.Linear(2, 2))
-    with pytest.raises(ValueError, match=r"calibration must be token ids of shape \(n_seq, seq_len\)"):
+    with pytest.raises(
+        ValueError, match=r"calibration must be token ids of shape \(n_seq, seq_len\)"
+    ):
         from_llama(stock, calibration=torch.arange(5))

@@ -1,3 +1,5 @@
+import inspect
+
 import pytest
 import torch
 from qkv_sharing import (
@@ -7,9 +9,10 @@ from qkv_sharing import (
     cache_nbytes,
     kv_cache_bytes,
     kv_cache_reduction,
+    shared_cache,
     shared_llama,
 )
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, LlamaModel
 
 ROPE_TYPES = [
     {"rope_type": "default", "rope_theta": 10000.0},
@@ -51,7 +54,9 @@ def _model(sharing="qkv", n_kv=4, **kw):
 
 def _stock(ours, **kw):
     """A stock LlamaForCausalLM with the weights of a "qkv" model."""
-    fields = {k: v for k, v in ours.config.to_dict().items() if k in LlamaConfig.__dataclass_fields__}
+    fields = {
+        k: v for k, v in ours.config.to_dict().items() if k in LlamaConfig.__dataclass_fields__
+    }
     fields = {k: v for k, v in fields.items() if k not in ("model_type", "architectures")} | kw
     ref = LlamaForCausalLM(LlamaConfig(**fields)).eval()
     ref.load_state_dict(ours.state_dict())
@@ -73,7 +78,10 @@ def _tied_qkv(model):
                 for d in dst:
                     state[name.replace(src, d)] = w
                 if src in ("qkv_proj", "qk_proj"):  # query head h is key head h // g
-                    n_kv, hd = model.config.num_key_value_heads, w.shape[0] // model.config.num_key_value_heads
+                    n_kv, hd = (
+                        model.config.num_key_value_heads,
+                        w.shape[0] // model.config.num_key_value_heads,
+                    )
                     q = w.view(n_kv, hd, -1).repeat_interleave(g, dim=0).reshape(-1, w.shape[1])
                     state[name.replace(src, "q_proj")] = q
     ref.load_state_dict(state)
@@ -212,7 +220,9 @@ def test_output_attentions_are_the_softmax_weights(sharing):
     assert torch.all(weights.triu(1) == 0)  # causal
     if sharing == "qkv":
         ref = _stock(model, attn_implementation="eager")
-        for ours, theirs in zip(out.attentions, ref(_ids(), output_attentions=True).attentions, strict=True):
+        for ours, theirs in zip(
+            out.attentions, ref(_ids(), output_attentions=True).attentions, strict=True
+        ):
             torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5)
     hidden = model(_ids(), output_hidden_states=True).hidden_states
     assert len(hidden) == 3
@@ -271,3 +281,45 @@ def test_readme_usage_keeps_a_cache_by_default():
     assert (
         cache_nbytes(cache) == 4 * 1 * 1 * 4 * 8 * 4
     )  # layers x 1 tensor x kv heads x len x hd x B
+
+
+def test_value_rope_keeps_the_layer_relative_and_honours_positions_with_a_cache():
+    model = _model("q-k=v", 2, value_rope=True)
+    ids = _ids()
+    torch.testing.assert_close(
+        model(ids, position_ids=torch.arange(6)[None] + 7).logits, model(ids).logits,
+        atol=1e-5, rtol=1e-5,
+    )  # fmt: skip
+    for impl in ("dynamic", "static"):
+        a = model.generate(ids, cache_implementation=impl, **GREEDY)
+        assert torch.equal(a, model.generate(ids, use_cache=False, **GREEDY))
+    # positions that jump inside a cached row: the cache holds rotated keys, so the
+    # cached forward equals the full one
+    pos = torch.tensor([[0, 1, 2, 9, 10, 11]]).expand(2, -1)
+    full = model(ids, position_ids=pos).logits
+    cache = shared_cache(model, "dynamic")
+    kw = {
+        "cache"
+        if "cache" in inspect.signature(LlamaModel.forward).parameters
+        else "past_key_values": cache
+    }
+    first = model(ids[:, :3], position_ids=pos[:, :3], use_cache=True, **kw).logits
+    rest = model(ids[:, 3:], position_ids=pos[:, 3:], use_cache=True, **kw).logits
+    torch.testing.assert_close(torch.cat([first, rest], 1), full, atol=1e-5, rtol=1e-5)
+    assert cache.layers[0].values is cache.layers[0].keys
+
+
+def test_value_rope_is_the_identity_on_a_token_attending_to_itself():
+    # one token: o = R(p - p) s = s, whatever its position, so both value modes agree
+    plain, turned = _model("q-k=v", 2), _model("q-k=v", 2, value_rope=True)
+    turned.load_state_dict(plain.state_dict())
+    one = _ids(2, 1)
+    for p in (0, 5):
+        pos = torch.tensor([[p]])
+        torch.testing.assert_close(
+            turned(one, position_ids=pos).logits, plain(one, position_ids=pos).logits,
+            atol=1e-5, rtol=1e-5,
+        )  # fmt: skip
+    assert not torch.allclose(turned(_ids()).logits, plain(_ids()).logits, atol=1e-5)
+    with pytest.raises(ValueError, match="value_rope applies to the one-tensor variants"):
+        _config("qkv", value_rope=True)

@@ -274,7 +274,9 @@ def shared_cache(
             adopt_one_tensor_layer(cache, idx)
     if kind == "static" and batch_size is not None:
         check_int("batch_size", batch_size, low=1)
-        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        head_dim = (
+            getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        )
         n_kv = config.num_key_value_heads or config.num_attention_heads
         if dtype is None:
             dtype = getattr(model_or_config, "dtype", None)

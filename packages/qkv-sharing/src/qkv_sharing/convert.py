@@ -72,7 +72,12 @@ def _attention_inputs(model: Any, tokens: torch.Tensor, batch_size: int) -> list
 
 
 def _value_maps(
-    w_k: torch.Tensor, w_v: torch.Tensor, n_kv: int, head_dim: int, x: torch.Tensor | None, ridge: float
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    n_kv: int,
+    head_dim: int,
+    x: torch.Tensor | None,
+    ridge: float,
 ) -> torch.Tensor:
     """``N_h`` (n_kv, head_dim, head_dim) with ``v_h ~ N_h k_h`` by least squares."""
     maps = []
@@ -133,7 +138,9 @@ def from_llama(
     check_float("ridge", ridge, low=0.0)
     inner = getattr(model, "model", None)
     if inner is None or not hasattr(inner, "layers") or not hasattr(model, "lm_head"):
-        raise TypeError(f"model must be a transformers LlamaForCausalLM, got {type(model).__name__}")
+        raise TypeError(
+            f"model must be a transformers LlamaForCausalLM, got {type(model).__name__}"
+        )
     if getattr(model.config, "sharing", "qkv") != "qkv":
         raise ValueError(
             f"model already shares projections (sharing={model.config.sharing!r}); "
@@ -165,7 +172,9 @@ def from_llama(
             if name in state and state[name].shape == tensor.shape:
                 tensor.copy_(state[name])
         if sharing == "q-k=v":
-            for idx, (old_layer, new_layer) in enumerate(zip(inner.layers, new.model.layers, strict=True)):
+            for idx, (old_layer, new_layer) in enumerate(
+                zip(inner.layers, new.model.layers, strict=True)
+            ):
                 old, att = old_layer.self_attn, new_layer.self_attn
                 w_k, w_v = old.k_proj.weight.float(), old.v_proj.weight.float()
                 if merge == "mean":

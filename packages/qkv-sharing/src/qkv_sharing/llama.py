@@ -66,19 +66,33 @@ class SharedQKVLlamaConfig(LlamaConfig):
         sharing: ``"qkv"``, ``"q-k=v"``, ``"q=k-v"`` or ``"q=k=v"``.
         asymmetric: Our 2-D (position x role) rotary encoding (a learned key phase),
             which makes the tied-query variants' scores asymmetric.
+        value_rope: One-tensor variants only. False (default): the values are the
+            shared projection before RoPE, ``o_i = sum_j a_ij s_j``, and the cached
+            keys are turned on every read. True: the values are the *rotated* keys and
+            each output is turned back by its query's position,
+            ``o_i = sum_j a_ij R(p_j - p_i) s_j`` (still relative); the cache holds
+            rotated keys, as stock Llama's does, so decoding costs what stock costs
+            and any ``position_ids`` are honoured. A different model: train it so.
 
     Raises:
-        ValueError: On an unknown ``sharing``, or ``num_attention_heads`` not a multiple
-            of ``num_key_value_heads`` (or not dividing ``hidden_size``).
+        ValueError: On an unknown ``sharing``, ``value_rope`` with a two-tensor
+            variant, or ``num_attention_heads`` not a multiple of
+            ``num_key_value_heads`` (or not dividing ``hidden_size``).
     """
 
     model_type = "qkv_sharing_llama"
     sharing: str = "qkv"
     asymmetric: bool = False
+    value_rope: bool = False
 
     def __post_init__(self, **kwargs: Any) -> None:
         # Checked here (not in validate_architecture) so that the error is a ValueError.
         check_sharing(self.sharing)
+        if self.value_rope and cache_tensors_per_layer(self.sharing) != 1:
+            raise ValueError(
+                f"value_rope applies to the one-tensor variants ('q-k=v', 'q=k=v'), "
+                f"got sharing={self.sharing!r}"
+            )
         super().__post_init__(**kwargs)
         if self.num_attention_heads % self.num_key_value_heads:
             raise ValueError(
@@ -96,6 +110,16 @@ def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor
 def _tracing() -> bool:
     exporting = getattr(torch.compiler, "is_exporting", lambda: False)
     return bool(torch.compiler.is_compiling() or exporting())
+
+
+def _rope_cached(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """:func:`_rope` with one output buffer and no ``cat``: for the whole cache each step."""
+    half = x.shape[-1] // 2
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    out = x * cos
+    out[..., :half].addcmul_(x[..., half:], sin[..., :half], value=-1)
+    out[..., half:].addcmul_(x[..., :half], sin[..., half:])
+    return out
 
 
 class _CachedKeyRotary:
@@ -167,6 +191,7 @@ class LlamaSharedAttention(SharedProjectionAttention):
         self.scaling = self.head_dim**-0.5
         self.attention_dropout = float(getattr(config, "attention_dropout", 0.0))
         self.one_tensor = cache_tensors_per_layer(self.sharing) == 1
+        self.value_rope = bool(getattr(config, "value_rope", False))
         object.__setattr__(self, "_key_rotary", key_rotary)  # shared, not a submodule
         self.reset_parameters(std=config.initializer_range)
 
@@ -202,7 +227,15 @@ class LlamaSharedAttention(SharedProjectionAttention):
         b, q_len, _ = hidden_states.shape
         q, k, v = self.project(hidden_states)
         cos, sin = position_embeddings
-        if self.one_tensor and cache is not None:
+        if self.one_tensor and self.value_rope:
+            # values are the rotated keys: cache them (one tensor), turn outputs back below
+            q = _rope(q, cos, sin)
+            k = self._phase(_rope(k, cos, sin))
+            if cache is not None:
+                adopt_one_tensor_layer(cache, self.layer_idx)
+                k, _ = cache.update(k, k, self.layer_idx)
+            v = k
+        elif self.one_tensor and cache is not None:
             adopt_one_tensor_layer(cache, self.layer_idx)  # False: stored twice, still right
             past = cache.get_seq_length(self.layer_idx)
             # A first write of several tokens attends only among them: turn them by
@@ -221,7 +254,7 @@ class LlamaSharedAttention(SharedProjectionAttention):
             else:
                 cos_k, sin_k = self._key_rotary(shared.shape[-2], hidden_states)
                 q = _rope(q, cos_k.index_select(1, q_pos), sin_k.index_select(1, q_pos))
-                k, v = self._phase(_rope(shared, cos_k, sin_k)), shared
+                k, v = self._phase(_rope_cached(shared, cos_k, sin_k)), shared
         elif self.one_tensor:
             q = _rope(q, cos, sin)
             k, v = self._phase(_rope(k, cos, sin)), k
@@ -245,7 +278,9 @@ class LlamaSharedAttention(SharedProjectionAttention):
                 kv_len - q_len + 1
             )
             attention_mask = torch.zeros(q_len, kv_len, dtype=q.dtype, device=q.device)
-            attention_mask = attention_mask.masked_fill(future, torch.finfo(q.dtype).min)[None, None]
+            attention_mask = attention_mask.masked_fill(future, torch.finfo(q.dtype).min)[
+                None, None
+            ]
         out, weights = interface(
             self,
             q,
@@ -256,6 +291,11 @@ class LlamaSharedAttention(SharedProjectionAttention):
             scaling=self.scaling,
             **kwargs,
         )
+        if self.one_tensor and self.value_rope:
+            # out (batch, seq, heads, head_dim): turn each output back by its query's
+            # position, R(-p_i) = (cos, -sin) / (cos^2 + sin^2) (rope scaling included)
+            c, s_ = cos.unsqueeze(2).to(out.dtype), sin.unsqueeze(2).to(out.dtype)
+            out = (out * c - rotate_half(out) * s_) / (c * c + s_ * s_)
         out = out.reshape(b, q_len, -1).contiguous()
         return self.o_proj(out), weights
 
@@ -337,7 +377,9 @@ class SharedQKVExportableDecoder(nn.Module):
     def __init__(self, model: nn.Module, max_cache_len: int, batch_size: int = 1) -> None:
         super().__init__()
         self.model = model
-        self.cache = shared_cache(model, "static", max_cache_len=max_cache_len, batch_size=batch_size)
+        self.cache = shared_cache(
+            model, "static", max_cache_len=max_cache_len, batch_size=batch_size
+        )
         for module in model.modules():  # the rotary table of cached keys, made before tracing
             key_rotary = getattr(module, "_key_rotary", None)
             if key_rotary is not None:
@@ -381,6 +423,7 @@ def shared_llama(
     n_heads: int | None = None,
     vocab_size: int = 256,
     asymmetric: bool = False,
+    value_rope: bool = False,
     max_seq_len: int = 1024,
     seed: int = 0,
     device: str | Any = "cpu",
@@ -398,6 +441,8 @@ def shared_llama(
         n_heads: Query heads (None: the size's default).
         vocab_size: 256 for bytes.
         asymmetric: Our 2-D (position x role) encoding.
+        value_rope: One-tensor variants: values are the rotated keys (see
+            :class:`SharedQKVLlamaConfig`).
         max_seq_len: ``max_position_embeddings``.
         seed: Seed of the initial weights (torch's global state is left alone).
         device: Where to put the model.
@@ -436,7 +481,9 @@ def shared_llama(
             f"n_heads ({fields['num_attention_heads']}) must divide hidden_size "
             f"({fields['hidden_size']})"
         )
-    config = SharedQKVLlamaConfig(sharing=sharing, asymmetric=asymmetric, **fields)
+    config = SharedQKVLlamaConfig(
+        sharing=sharing, asymmetric=asymmetric, value_rope=value_rope, **fields
+    )
     if attn_implementation is not None:
         config._attn_implementation = attn_implementation
     with torch.random.fork_rng(devices=[]):
