@@ -158,7 +158,8 @@ def from_llama(
         tokens = torch.as_tensor(calibration, dtype=torch.long, device=param.device)
         if tokens.ndim != 2 or tokens.numel() == 0:
             raise ValueError(
-                f"calibration must be token ids of shape (n_seq, seq_len), got {tuple(tokens.shape)}"
+                "calibration must be token ids of shape (n_seq, seq_len), "
+                f"got {tuple(tokens.shape)}"
             )
         inputs = _attention_inputs(model, tokens, calibration_batch_size)
 

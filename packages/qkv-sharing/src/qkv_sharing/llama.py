@@ -31,7 +31,7 @@ the two-tensor variants.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from huggingface_hub.dataclasses import strict
@@ -102,7 +102,7 @@ class SharedQKVLlamaConfig(LlamaConfig):
 
 
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """transformers' ``apply_rotary_pos_emb`` for one tensor; cos/sin (batch, seq, head_dim)."""
+    """Transformers' ``apply_rotary_pos_emb`` for one tensor; cos/sin (batch, seq, head_dim)."""
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     return (x * cos) + (rotate_half(x) * sin)
 
@@ -137,7 +137,7 @@ class _CachedKeyRotary:
         self._table: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def __call__(self, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin of positions ``0 .. length - 1``: each (1, length, head_dim), ``like``'s dtype."""
+        """cos, sin of positions ``0 .. length - 1``: (1, length, head_dim), ``like``'s dtype."""
         table = self._table
         fits = (
             self.static
@@ -217,7 +217,8 @@ class LlamaSharedAttention(SharedProjectionAttention):
             position_embeddings: ``(cos, sin)`` of the tokens' ``position_ids``, each
                 (batch, seq, head_dim), from the model's rotary embedding.
             attention_mask: The model's 4-D mask (bool or additive float) or None.
-            cache: A ``transformers.Cache`` (``past_key_values`` in older releases).
+            cache: A ``transformers.Cache``.
+            past_key_values: The same, under the name transformers used before 5.24.
             **kwargs: Passed to the attention kernel (``output_attentions`` selects
                 the eager kernel).
         """
@@ -304,9 +305,9 @@ class SharedQKVLlamaModel(LlamaModel):
     """``LlamaModel`` whose attention layers are :class:`LlamaSharedAttention`."""
 
     config_class = SharedQKVLlamaConfig
-    _can_record_outputs = {
+    _can_record_outputs: ClassVar[dict[str, Any]] = {
         "hidden_states": LlamaDecoderLayer,
-        "attentions": LlamaSharedAttention,
+        "attentions": LlamaSharedAttention,  # so that output_attentions finds our layers
     }
 
     def __init__(self, config: SharedQKVLlamaConfig) -> None:
@@ -394,7 +395,7 @@ class SharedQKVExportableDecoder(nn.Module):
                 self.register_buffer(f"cache_length_{i}", layer.cumulative_length, persistent=False)
 
     def forward(self, input_ids: torch.Tensor, cache_position: torch.Tensor) -> torch.Tensor:
-        """Logits (batch, seq, vocab) of ``input_ids`` (batch, seq) written at ``cache_position[0]``."""
+        """Logits (batch, seq, vocab) of ``input_ids`` (batch, seq) at ``cache_position[0]``."""
         with torch.no_grad():  # inference: the cache buffers must not join a graph
             for layer in self.cache.layers:
                 if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor):
