@@ -218,19 +218,26 @@ def _lm_jobs(ctx: RunContext, cfg: dict[str, Any]) -> list[dict[str, Any]]:
     return jobs
 
 
-def _run_all(ctx: RunContext, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _run_all(
+    ctx: RunContext, lm_jobs: list[dict[str, Any]], vit_jobs: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run every training job; (LM rows, ViT rows)."""
+    tasks = [(run_lm_job, j) for j in lm_jobs] + [(run_vit_job, j) for j in vit_jobs]
     if ctx.scale == "smoke":
-        return [run_lm_job(**j) for j in ctx.progress(jobs, "LM runs")]
-    import multiprocessing as mp
+        out = [fn(**j) for fn, j in ctx.progress(tasks, "training runs")]
+    else:
+        import multiprocessing as mp
 
-    # two independent runs at a time, one thread each: both cores of a 2-core machine
-    workers = 2 if ctx.device == "cpu" else 4
-    out = []
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        futures = [pool.submit(run_lm_job, **j) for j in jobs]
-        for fut in ctx.progress(as_completed(futures), "LM runs (variant x seed)", len(jobs)):
-            out.append(fut.result())
-    return out
+        # two independent runs at a time, one thread each: both cores of a 2-core machine
+        workers = 2 if ctx.device == "cpu" else 4
+        out = []
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(fn, **j) for fn, j in tasks]
+            desc = "training runs (LM and ViT, variant x seed)"
+            for fut in ctx.progress(as_completed(futures), desc, len(futures)):
+                out.append(fut.result())
+    lm = [r for r in out if r.get("kind") != "vit"]
+    return lm, [r for r in out if r.get("kind") == "vit"]
 
 
 def _unigram_ppl(cfg: dict[str, Any]) -> float:
@@ -421,34 +428,53 @@ def _train_vit(images, labels, train, test, sharing, asymmetric, epochs, seed, d
     return float((pred == Y[test]).float().mean())
 
 
-def _vision(ctx: RunContext, cfg: dict[str, Any]) -> dict[str, Any]:
+def _digits(cfg: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Images (n, 8, 8) in [0, 1], labels, and one fixed 80/20 train/test split."""
     from icml26_core.datasets import load_tabular
-    from icml26_core.device import torch_threads
 
     X, y, _ = load_tabular("digits")
     keep = cfg["vit_images"] or len(y)
     images = (X[:keep] / 16.0).reshape(-1, 8, 8).astype(np.float32)
     labels = y[:keep].astype(np.int64)
     order = np.random.default_rng(1).permutation(len(labels))  # one fixed split
-    test, train = order[: len(labels) // 5], order[len(labels) // 5 :]
-    acc: dict[str, list[float]] = {name: [] for name, _, _ in VISION}
-    jobs = [(v, s) for v in VISION for s in range(cfg["seeds"])]
-    threads = None if ctx.device.startswith("cuda") else 1
-    with torch_threads(threads):
-        for (name, sharing, asym), s in ctx.progress(jobs, "ViT on digits (variant x seed)"):
-            acc[name].append(
-                _train_vit(
-                    images,
-                    labels,
-                    train,
-                    test,
-                    sharing,
-                    asym,
-                    cfg["vit_epochs"],
-                    ctx.seed + 1 + s,
-                    ctx.device,
-                )
-            )
+    return images, labels, order[len(labels) // 5 :], order[: len(labels) // 5]
+
+
+def run_vit_job(
+    *, name: str, sharing: str, asymmetric: bool, seed: int, cfg: dict[str, Any], device: str
+) -> dict[str, Any]:
+    """Train and test one ViT on digits (one worker process)."""
+    from icml26_core.device import torch_threads
+
+    images, labels, train, test = _digits(cfg)
+    with torch_threads(None if device.startswith("cuda") else 1):
+        acc = _train_vit(
+            images, labels, train, test, sharing, asymmetric, cfg["vit_epochs"], seed, device
+        )
+    return {"kind": "vit", "name": name, "seed": seed, "accuracy": acc}
+
+
+def _vit_jobs(ctx: RunContext, cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        dict(
+            name=name,
+            sharing=sharing,
+            asymmetric=asym,
+            seed=ctx.seed + 1 + s,
+            cfg=cfg,
+            device=ctx.device,
+        )
+        for name, sharing, asym in VISION
+        for s in range(cfg["seeds"])
+    ]
+
+
+def _vision(cfg: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    _, labels, train, test = _digits(cfg)
+    acc = {
+        name: [r["accuracy"] for r in sorted(runs, key=lambda r: r["seed"]) if r["name"] == name]
+        for name, _, _ in VISION
+    }
     floor = float(np.mean(labels[test] == np.bincount(labels[train]).argmax()))
     return {"accuracy": acc, "floor": floor, "n_test": len(test)}
 
@@ -565,10 +591,10 @@ def _figure(ctx: RunContext, rows, cfg) -> None:
 def run(ctx: RunContext) -> Result:
     """Run the experiment at ``ctx.scale``; see the module docstring."""
     cfg = _settings(ctx)
-    rows = _run_all(ctx, _lm_jobs(ctx, cfg))
+    rows, vit_runs = _run_all(ctx, _lm_jobs(ctx, cfg), _vit_jobs(ctx, cfg))
     floor = _unigram_ppl(cfg)
     cache_rows = _cache_rows(ctx, cfg)
-    vision = _vision(ctx, cfg)
+    vision = _vision(cfg, vit_runs)
     tables = [
         _lm_table(rows, "primary", PRIMARY, cfg, floor, *cfg["primary"]),
         _lm_table(rows, "second", SECOND, cfg, floor, *cfg["second"]),

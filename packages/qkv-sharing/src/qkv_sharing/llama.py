@@ -241,8 +241,9 @@ class LlamaSharedAttention(SharedProjectionAttention):
             past = cache.get_seq_length(self.layer_idx)
             # A first write of several tokens attends only among them: turn them by
             # position_ids (exact, like no cache). Later reads turn the cached keys by
-            # cache index. (The check is skipped for single tokens, e.g. compiled decode.)
-            fresh = q_len > 1 and int(past) == 0
+            # cache index. (Not checked for single tokens or while compiling/exporting,
+            # where cache order is used: the same for contiguous positions.)
+            fresh = q_len > 1 and not _tracing() and int(past) == 0
             # cache indices of the new tokens, taken before the write (a static layer's
             # length is a tensor that the write increments in place)
             q_pos = torch.arange(q_len, device=hidden_states.device) + past
