@@ -694,7 +694,25 @@ def run(ctx: RunContext) -> Result:
         names=("Q-K=V", "QKV"),
     )
     heads2, hd2 = cfg["second"]
+    gqa = paired_comparison(
+        _series(rows, "primary", "Q-K=V"),
+        _series(rows, "primary", PRIMARY[4][0]),
+        higher_is_better=False,
+        log_ratio=True,
+        names=("Q-K=V", "QKV GQA-2"),
+    )
+    rotated = paired_comparison(
+        _series(rows, "primary", PRIMARY[3][0]),
+        _series(rows, "primary", "Q-K=V"),
+        higher_is_better=False,
+        log_ratio=True,
+        names=("Q-K=V rotated values", "Q-K=V"),
+    )
     notes = [
+        f"Equal cache bytes, two ways to halve it (reported, no claim): Q-K=V vs QKV with "
+        f"GQA-2, perplexity, {gqa.summary()} ({gqa.verdict}: Q-K=V better).",
+        f"Value modes of Q-K=V (reported): rotated values vs values before RoPE, perplexity, "
+        f"{rotated.summary()} ({rotated.verdict}: rotated values better).",
         f"Second setting ({heads2} heads x {hd2} channels, the previous default), reported: "
         f"Q-K=V vs QKV perplexity, {second.summary()} ({second.verdict} for the same "
         f"{PPL_MARGIN:.0%} margin).",
@@ -712,6 +730,8 @@ def run(ctx: RunContext) -> Result:
         "vision": vision,
         "unigram_ppl": floor,
         "second_setting": second.to_dict(),
+        "q_k_v_vs_gqa2": gqa.to_dict(),
+        "rotated_vs_plain_values": rotated.to_dict(),
     }
     return Result(tables=tables, claims=_claims(rows, cache_rows, vision), notes=notes, data=data)
 
