@@ -101,7 +101,7 @@ def test_adopting_stock_layers_and_shared_cache():
     assert all(isinstance(layer, SharedStaticLayer) for layer in static.layers)
     assert cache_nbytes(static) == kv_cache_bytes(model.config, 10, batch=3)
     two = shared_cache(_model("qkv", 2), "static", max_cache_len=10, batch_size=3)
-    assert cache_nbytes(two) == 2 * cache_nbytes(static)
+    assert cache_nbytes(two) == 2 * cache_nbytes(static)  # exact: byte counts (ints)
     with pytest.raises(ValueError, match="max_cache_len is required"):
         shared_cache(model, "static")
     with pytest.raises(ValueError, match="kind must be one of"):

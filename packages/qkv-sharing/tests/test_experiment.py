@@ -1,3 +1,4 @@
+import pytest
 from icml26_core.testing import check_experiment
 
 
@@ -8,9 +9,9 @@ def test_experiment_smoke(tmp_path):
     assert len(primary.rows) == 5 + 1 and len(second.rows) == 2 + 1
     assert all(row["measured = formula"] for row in cache.rows)
     reductions = {(r["sharing"], r["heads"]): r["reduction"] for r in cache.rows}
-    assert reductions[("Q-K=V", "MHA")] == 0.5
-    assert reductions[("Q-K=V", "MQA")] == 1 - 1 / 32
-    assert reductions[("Q=K-V", "MHA")] == 0.0
+    assert reductions[("Q-K=V", "MHA")] == pytest.approx(0.5, abs=1e-12)
+    assert reductions[("Q-K=V", "MQA")] == pytest.approx(1 - 1 / 32, abs=1e-12)
+    assert reductions[("Q=K-V", "MHA")] == pytest.approx(0.0, abs=1e-12)
     assert len(conversion.rows) == 4
     assert vision.rows[-1]["variant"].startswith("floor")
     assert len(result.claims) == 4
