@@ -25,7 +25,7 @@ differences, so this equals rotating by ``position_ids`` whenever those advance 
 per token within a row, which is what ``generate()`` produces for every search
 strategy and for left-padded batches (tested). Position ids that jump inside a row
 that is continued from a cache (not produced by ``generate()``) are honoured only by
-the two-tensor variants.
+the two-tensor variants and by ``value_rope=True`` (which caches rotated keys).
 """
 
 from __future__ import annotations
