@@ -2,7 +2,12 @@ import math
 
 import pytest
 import torch
-from qkv_sharing import SHARING_VARIANTS, SharedProjectionAttention, cache_tensors_per_layer
+from qkv_sharing import (
+    SHARING_VARIANTS,
+    SharedProjectionAttention,
+    cache_nbytes,
+    cache_tensors_per_layer,
+)
 from transformers import DynamicCache, LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 
@@ -171,8 +176,9 @@ def test_incremental_decoding_with_a_cache_equals_the_full_pass(sharing, asymmet
     torch.testing.assert_close(torch.cat(steps, 1), attn(x), atol=1e-5, rtol=1e-5)
     layer = cache.layers[0]
     assert layer.keys.shape == (2, 2, 9, 8)
-    stored = 1 if layer.values.numel() == 0 else 2
+    stored = 1 if layer.values is layer.keys else 2
     assert stored == cache_tensors_per_layer(sharing)
+    assert cache_nbytes(cache) == stored * 2 * 2 * 9 * 8 * 4
 
 
 def test_2d_rope_needs_grid_positions_and_is_translation_invariant():

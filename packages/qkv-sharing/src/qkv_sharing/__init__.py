@@ -8,7 +8,12 @@ Reference implementation of the ICML 2026 paper on QKV projection sharing
   2-D position x role encoding for asymmetric scores).
 - :class:`SharedQKVLlamaConfig`, :class:`SharedQKVLlamaForCausalLM`,
   :func:`shared_llama`: a transformers Llama whose KV cache holds only what the
-  variant needs (one tensor per layer for ``q-k=v``), with ``generate()``.
+  variant needs (one tensor per layer for ``q-k=v``), with ``generate()``, dynamic and
+  static caches, ``torch.compile`` and ``torch.export``
+  (:class:`SharedQKVExportableDecoder`).
+- :class:`SharedDynamicLayer`, :class:`SharedStaticLayer`, :func:`shared_cache`: the
+  one-tensor cache layers on transformers' Cache API.
+- :func:`from_llama`: convert a stock Llama (SmolLM2, ...) to Q-K=V (mean or SVD merge).
 - :class:`SharedViT`: a small Vision Transformer from the same module.
 - :func:`kv_cache_bytes` (formula) and :func:`cache_nbytes` (a live cache's bytes).
 """
@@ -20,8 +25,21 @@ from qkv_sharing.attention import (
     SharedProjectionAttention,
     cache_tensors_per_layer,
 )
-from qkv_sharing.cache import cache_nbytes, kv_cache_bytes, kv_cache_reduction
-from qkv_sharing.llama import SharedQKVLlamaConfig, SharedQKVLlamaForCausalLM, shared_llama
+from qkv_sharing.cache import (
+    SharedDynamicLayer,
+    SharedStaticLayer,
+    cache_nbytes,
+    kv_cache_bytes,
+    kv_cache_reduction,
+    shared_cache,
+)
+from qkv_sharing.convert import from_llama
+from qkv_sharing.llama import (
+    SharedQKVExportableDecoder,
+    SharedQKVLlamaConfig,
+    SharedQKVLlamaForCausalLM,
+    shared_llama,
+)
 from qkv_sharing.vit import SharedViT
 
 try:
@@ -31,14 +49,19 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "SHARING_VARIANTS",
+    "SharedDynamicLayer",
     "SharedProjectionAttention",
+    "SharedQKVExportableDecoder",
     "SharedQKVLlamaConfig",
     "SharedQKVLlamaForCausalLM",
+    "SharedStaticLayer",
     "SharedViT",
     "__version__",
     "cache_nbytes",
     "cache_tensors_per_layer",
+    "from_llama",
     "kv_cache_bytes",
     "kv_cache_reduction",
+    "shared_cache",
     "shared_llama",
 ]

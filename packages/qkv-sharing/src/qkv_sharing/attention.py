@@ -370,7 +370,10 @@ class SharedProjectionAttention(nn.Module):
             # turn the keys on read; the values are that tensor itself.
             shared = k
             if cache is not None:
-                shared, _ = cache.update(shared, shared[..., :0, :], layer_idx)
+                from qkv_sharing.cache import adopt_one_tensor_layer
+
+                adopt_one_tensor_layer(cache, layer_idx)
+                shared, _ = cache.update(shared, shared, layer_idx)
                 key_positions = self._default_positions(0, shared.shape[-2], x.device)
             else:
                 key_positions = positions
