@@ -14,6 +14,8 @@ from scipy.sparse.linalg import LinearOperator
 
 DENSE_LIMIT = 4000
 """Largest dimension for which dense Gram matrices, ranks and eigenvalues are formed."""
+SMALL = 300
+"""Sparse matrices with both sides up to this size are kept dense (faster to apply)."""
 
 
 class Op:
@@ -33,11 +35,13 @@ class Op:
         if isinstance(a, LinearOperator):
             self.kind = "linop"
             self.mat: Any = a
-        elif sp.issparse(a):
+        elif sp.issparse(a) and max(a.shape) > SMALL:
             self.kind = "sparse"
             self.mat = sp.csr_array(a, dtype=np.float64)
             if not np.all(np.isfinite(self.mat.data)):
                 raise ValueError(f"{name} holds NaN or inf")
+        elif sp.issparse(a):
+            return self.__init__(np.asarray(a.toarray(), dtype=np.float64), name)  # type: ignore[misc]
         elif isinstance(a, np.ndarray | list | tuple) or np.isscalar(a):
             arr = np.asarray(a, dtype=np.float64)
             if arr.ndim != 2:

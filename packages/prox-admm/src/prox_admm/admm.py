@@ -50,7 +50,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from icml26_core.validation import check_float, check_int
 
-from prox_admm._ops import DENSE_LIMIT, is_scaled_identity, sym_extreme_eigs
+from prox_admm._ops import DENSE_LIMIT, SMALL, is_scaled_identity, sym_extreme_eigs
 from prox_admm.blocks import Block, Subproblem
 from prox_admm.matrix import BlockMatrix
 
@@ -223,7 +223,7 @@ class _BlockState:
             self.P, self.tau = None, 0.0
         elif np.isscalar(P):
             self.tau = float(P)
-            self.P = self.tau * sp.eye_array(d, format="csr")
+            self.P = self.tau * (np.eye(d) if d <= SMALL else sp.eye_array(d, format="csr"))
         else:
             self.P = P
             self.tau = float(np.linalg.eigvalsh(P)[-1])
@@ -259,15 +259,19 @@ class _BlockState:
                 raise self._err("its subproblem matrix Q + H + P is singular; add a proximal term") from e
             self._solve = lu.solve
             return
-        Kd = K.toarray() if sp.issparse(K) else np.asarray(K)
-        try:
-            c = sla.cho_factor(Kd, check_finite=False)
-        except np.linalg.LinAlgError as e:
+        Kd = K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
+        c, info = sla.lapack.dpotrf(Kd, lower=1)
+        if info != 0:
             raise self._err(
                 "its subproblem is not strictly convex (Q + sum_k rho_k A_ki^T A_ki + P_i is not "
                 "positive definite); add a proximal term (prox_terms) or a full-column-rank A_ki"
-            ) from e
-        self._solve = lambda r: sla.cho_solve(c, r, check_finite=False)
+            )
+        potrs = sla.lapack.dpotrs
+
+        def solve(r: Array) -> Array:
+            return potrs(c, r, lower=1)[0]
+
+        self._solve = solve
 
     # ---------------------------------------------------------------- update
     def M_mv(self, x: Array) -> Array:

@@ -125,6 +125,10 @@ class Block:
 
 
 def _quad_parts(Q: Any, q: Any, d: int | None) -> tuple[Any, Array, int]:
+    from prox_admm._ops import SMALL
+
+    if sp.issparse(Q) and max(Q.shape) <= SMALL:
+        Q = Q.toarray()
     if sp.issparse(Q):
         Qm: Any = sp.csr_array(Q, dtype=np.float64)
         if not np.all(np.isfinite(Qm.data)):
