@@ -42,8 +42,11 @@ class Op:
                 raise ValueError(f"{name} holds NaN or inf")
         elif sp.issparse(a):
             return self.__init__(np.asarray(a.toarray(), dtype=np.float64), name)  # type: ignore[misc]
-        elif isinstance(a, np.ndarray | list | tuple) or np.isscalar(a):
-            arr = np.asarray(a, dtype=np.float64)
+        elif isinstance(a, np.ndarray | list | tuple) or (np.isscalar(a) and not isinstance(a, str)):
+            try:
+                arr = np.asarray(a, dtype=np.float64)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{name} must hold real numbers: {e}") from e
             if arr.ndim != 2:
                 raise ValueError(f"{name} must be two-dimensional, got shape {arr.shape}")
             if not np.all(np.isfinite(arr)):

@@ -261,7 +261,8 @@ class _BlockState:
             return
         Kd = K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
         c, info = sla.lapack.dpotrf(Kd, lower=1)
-        if info != 0:
+        diag = np.abs(np.diag(c)) if info == 0 else np.zeros(1)
+        if info != 0 or diag.min() ** 2 <= 1e-13 * max(diag.max() ** 2, 1e-300):
             raise self._err(
                 "its subproblem is not strictly convex (Q + sum_k rho_k A_ki^T A_ki + P_i is not "
                 "positive definite); add a proximal term (prox_terms) or a full-column-rank A_ki"
