@@ -106,6 +106,7 @@ def test_dual_update_order_does_not_matter(rng):
         np.testing.assert_allclose(u, v, atol=1e-10)
 
 
+@pytest.mark.slow  # importing cvxpy alone takes 20-50 s on the shared 2-core machine
 def test_random_strongly_convex_qps_match_cvxpy(rng):
     cp = pytest.importorskip("cvxpy")
     for trial in range(3):
