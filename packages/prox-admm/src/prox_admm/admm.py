@@ -50,7 +50,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from icml26_core.validation import check_float, check_int
 
-from prox_admm._ops import DENSE_LIMIT, SMALL, is_scaled_identity, sym_extreme_eigs
+from prox_admm._ops import SMALL, is_scaled_identity, sym_extreme_eigs
 from prox_admm.blocks import Block, Subproblem
 from prox_admm.matrix import BlockMatrix
 
@@ -251,10 +251,11 @@ class _BlockState:
 
     def _factor(self, K: Any) -> None:
         d = self.d
-        if sp.issparse(K) and d > DENSE_LIMIT:
+        if sp.issparse(K) and d > SMALL:
             K = sp.csc_array(K)
-            try:
-                lu = spla.splu(K)
+            try:  # symmetric ordering: K is symmetric positive (semi)definite
+                lu = spla.splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                               options={"SymmetricMode": True})
             except RuntimeError as e:
                 raise self._err("its subproblem matrix Q + H + P is singular; add a proximal term") from e
             self._solve = lu.solve
