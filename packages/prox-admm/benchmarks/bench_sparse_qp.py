@@ -33,9 +33,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 from icml26_core.timing import compare_times
-from threadpoolctl import threadpool_limits
-
 from prox_admm import qp_with_slacks
+from threadpoolctl import threadpool_limits
 
 TOL = 1e-6
 GRID = (0.3, 1.0, 3.0, 10.0)
@@ -77,7 +76,10 @@ def ours(p: dict, rho: tuple[float, float], merged: bool = False, max_iter: int 
         prob = qp_with_slacks(p["Q"], p["q"], [(A, lo, hi)])
         solver = prob.solver(rho=rho[0], max_iter=max_iter, tol=TOL, record_objective=False)
     else:
-        groups = [(p["C"], p["lC"], p["uC"]), (sp.eye_array(p["n"], format="csr"), p["lx"], p["ux"])]
+        groups = [
+            (p["C"], p["lC"], p["uC"]),
+            (sp.eye_array(p["n"], format="csr"), p["lx"], p["ux"]),
+        ]
         prob = qp_with_slacks(p["Q"], p["q"], groups)
         solver = prob.solver(rho=list(rho), max_iter=max_iter, tol=TOL, record_objective=False)
     res = solver.solve()
@@ -90,8 +92,18 @@ def osqp_solve(p: dict):
 
     A, lo, hi = stacked(p)
     s = osqp.OSQP()
-    s.setup(sp.csc_matrix(sp.triu(p["Q"])), p["q"], sp.csc_matrix(A), lo, hi, eps_abs=TOL, eps_rel=0.0,
-            polishing=False, verbose=False, max_iter=200000)
+    s.setup(
+        sp.csc_matrix(sp.triu(p["Q"])),
+        p["q"],
+        sp.csc_matrix(A),
+        lo,
+        hi,
+        eps_abs=TOL,
+        eps_rel=0.0,
+        polishing=False,
+        verbose=False,
+        max_iter=200000,
+    )
     r = s.solve()
     return r, np.asarray(r.x), np.asarray(r.y)
 
@@ -104,12 +116,27 @@ def clarabel_solve(p: dict):
     h = np.concatenate([hi, -lo])
     settings = clarabel.DefaultSettings()
     settings.verbose = False
-    s = clarabel.DefaultSolver(sp.csc_matrix(sp.triu(p["Q"])), p["q"], sp.csc_matrix(G), h,
-                               [clarabel.NonnegativeConeT(G.shape[0])], settings)
+    s = clarabel.DefaultSolver(
+        sp.csc_matrix(sp.triu(p["Q"])),
+        p["q"],
+        sp.csc_matrix(G),
+        h,
+        [clarabel.NonnegativeConeT(G.shape[0])],
+        settings,
+    )
     r = s.solve()
     z = np.asarray(r.z)
     k = A.shape[0]
     return r, np.asarray(r.x), z[:k] - z[k:]
+
+
+def ratio_text(c) -> str:
+    """``t_ours / t_other`` (ratio of medians) with its bootstrap CI where there are >= 5 rounds."""
+    r = c.median_a / c.median_b
+    e = c.speedup()  # t_other / t_ours, paired rounds
+    if np.isfinite(e.ci_low) and np.isfinite(e.ci_high) and e.ci_low > 0:
+        return f"{r:.2f} [{1 / e.ci_high:.2f}, {1 / e.ci_low:.2f}]"
+    return f"{r:.2f} ({len(c.times_a)} rounds)"
 
 
 def tune(merged: bool) -> tuple[float, float]:
@@ -127,17 +154,22 @@ def tune(merged: bool) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ns", type=int, nargs="+", default=[1000, 10000, 100000])
-    ap.add_argument("--repeats", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     ns = [1000] if args.quick else args.ns
     print(f"# load average {os.getloadavg()[0]:.1f} at start; one BLAS thread; tolerance {TOL:g}")
     with threadpool_limits(1):
         rho_rows, rho_merged = tune(False), tune(True)
-        print(f"# penalties tuned on a validation instance (n = 1000): per row (C, box) = {rho_rows}, "
-              f"merged = {rho_merged[0]}")
-        print(f"{'n':>7} {'solver':>22} {'iters':>7} {'KKT (common)':>13} {'median s':>9} "
-              f"{'t / t_OSQP [95% CI]':>24} {'t / t_CLARABEL [95% CI]':>26}")
+        print(
+            "# penalties tuned on a validation instance (n = 1000): per row (C, box) = "
+            f"{rho_rows}, "
+            f"merged = {rho_merged[0]}"
+        )
+        print(
+            f"{'n':>7} {'solver':>22} {'iters':>7} {'KKT (common)':>13} {'median s':>9} "
+            f"{'t / t_OSQP [95% CI]':>24} {'t / t_CLARABEL [95% CI]':>26}"
+        )
         for n in ns:
             p = make_qp(n, seed=n)
             t0 = time.perf_counter()
@@ -146,27 +178,50 @@ def main() -> None:
             r3, x3, y3 = ours(p, rho_rows)
             ro, xo, yo = osqp_solve(p)
             rc, xc, yc = clarabel_solve(p)
-            # the cold runs above are the warm-up; n = 1e5 gets 2 rounds (its CI is then the range)
-            reps = args.repeats if n < 100000 else 2
-            vs_o = compare_times(lambda p=p: ours(p, rho_rows), lambda p=p: osqp_solve(p), repeats=reps,
-                                 warmup=0, names=("ours", "OSQP"))
-            vs_c = compare_times(lambda p=p: ours(p, rho_rows), lambda p=p: clarabel_solve(p), repeats=reps,
-                                 warmup=0, names=("ours", "CLARABEL"))
-            eo = vs_o.speedup()
-            ec = vs_c.speedup()
-            # speedup() is t_B / t_A; the table shows t_ours / t_B = 1 / speedup
-            ro_txt = f"{1 / eo.effect:.2f} [{1 / eo.ci_high:.2f}, {1 / eo.ci_low:.2f}]"
-            rc_txt = f"{1 / ec.effect:.2f} [{1 / ec.ci_high:.2f}, {1 / ec.ci_low:.2f}]"
-            print(f"{n:>7} {'ours (rows apart)':>22} {r3.n_iter:>7} {common_kkt(p, x3, y3):>13.2e} "
-                  f"{vs_o.median_a:>9.3f} {ro_txt:>24} {rc_txt:>26}", flush=True)
-            print(f"{n:>7} {'ours, merged to 2':>22} {r2.n_iter:>7} {common_kkt(p, x2, y2):>13.2e} "
-                  f"{t_merged:>9.3f} {'(one cold run)':>24} {'':>26}", flush=True)
-            print(f"{n:>7} {'OSQP':>22} {ro.info.iter:>7} {common_kkt(p, xo, yo):>13.2e} "
-                  f"{vs_o.median_b:>9.3f} {'1':>24} {'':>26}", flush=True)
-            print(f"{n:>7} {'CLARABEL':>22} {rc.iterations:>7} {common_kkt(p, xc, yc):>13.2e} "
-                  f"{vs_c.median_b:>9.3f} {'':>24} {'1':>26}", flush=True)
-            gap = abs(0.5 * x3 @ (p["Q"] @ x3) + p["q"] @ x3 - (0.5 * xc @ (p["Q"] @ xc) + p["q"] @ xc))
-            print(f"# n = {n}: |objective(ours) - objective(CLARABEL)| = {gap:.2e}; load {os.getloadavg()[0]:.1f}")
+            # the cold runs above are the warm-up; n = 1e5 gets 3 rounds (too few for a CI)
+            reps = args.repeats if n < 100000 else 3
+            vs_o = compare_times(
+                lambda p=p: ours(p, rho_rows),
+                lambda p=p: osqp_solve(p),
+                repeats=reps,
+                warmup=0,
+                names=("ours", "OSQP"),
+            )
+            vs_c = compare_times(
+                lambda p=p: ours(p, rho_rows),
+                lambda p=p: clarabel_solve(p),
+                repeats=reps,
+                warmup=0,
+                names=("ours", "CLARABEL"),
+            )
+            ro_txt, rc_txt = ratio_text(vs_o), ratio_text(vs_c)
+            print(
+                f"{n:>7} {'ours (rows apart)':>22} {r3.n_iter:>7} {common_kkt(p, x3, y3):>13.2e} "
+                f"{vs_o.median_a:>9.3f} {ro_txt:>24} {rc_txt:>26}",
+                flush=True,
+            )
+            print(
+                f"{n:>7} {'ours, merged to 2':>22} {r2.n_iter:>7} {common_kkt(p, x2, y2):>13.2e} "
+                f"{t_merged:>9.3f} {'(one cold run)':>24} {'':>26}",
+                flush=True,
+            )
+            print(
+                f"{n:>7} {'OSQP':>22} {ro.info.iter:>7} {common_kkt(p, xo, yo):>13.2e} "
+                f"{vs_o.median_b:>9.3f} {'1':>24} {'':>26}",
+                flush=True,
+            )
+            print(
+                f"{n:>7} {'CLARABEL':>22} {rc.iterations:>7} {common_kkt(p, xc, yc):>13.2e} "
+                f"{vs_c.median_b:>9.3f} {'':>24} {'1':>26}",
+                flush=True,
+            )
+            gap = abs(
+                0.5 * x3 @ (p["Q"] @ x3) + p["q"] @ x3 - (0.5 * xc @ (p["Q"] @ xc) + p["q"] @ xc)
+            )
+            print(
+                f"# n = {n}: |objective(ours) - objective(CLARABEL)| = {gap:.2e}; load "
+                f"{os.getloadavg()[0]:.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from prox_admm import (
     Block,
     BlockMatrix,
@@ -74,15 +73,22 @@ def test_two_blocks_equal_classic_admm_iterate_for_iterate(rng):
         np.testing.assert_allclose(x[0], xr, atol=1e-12)
         np.testing.assert_allclose(x[1], zr, atol=1e-12)
         np.testing.assert_allclose(lm[0], lr, atol=1e-12)
-    res = ProximalADMM([quadratic(Q, q), l1(lam)], A, np.zeros(d), rho=rho, max_iter=25, tol=0.0).solve()
+    res = ProximalADMM(
+        [quadratic(Q, q), l1(lam)], A, np.zeros(d), rho=rho, max_iter=25, tol=0.0
+    ).solve()
     np.testing.assert_allclose(res.x[0], x[0], atol=1e-12)
 
 
 def test_dual_update_order_does_not_matter(rng):
     """lam_k right after its anti-diagonal block, or at the end of the sweep: same iterates."""
     d = 3
-    Ab = {(0, 0): rng.standard_normal((d, d)), (0, 1): rng.standard_normal((d, d)), (0, 2): np.eye(d),
-          (1, 0): rng.standard_normal((d, d)), (1, 1): np.eye(d)}
+    Ab = {
+        (0, 0): rng.standard_normal((d, d)),
+        (0, 1): rng.standard_normal((d, d)),
+        (0, 2): np.eye(d),
+        (1, 0): rng.standard_normal((d, d)),
+        (1, 1): np.eye(d),
+    }
     A = BlockMatrix(Ab, ([d, d], [d, d, d]))
     blocks = [quadratic(random_pd(rng, d), rng.standard_normal(d)) for _ in range(3)]
     b = [rng.standard_normal(d), rng.standard_normal(d)]
@@ -109,7 +115,7 @@ def test_dual_update_order_does_not_matter(rng):
 @pytest.mark.slow  # importing cvxpy alone takes 20-50 s on the shared 2-core machine
 def test_random_strongly_convex_qps_match_cvxpy(rng):
     cp = pytest.importorskip("cvxpy")
-    for trial in range(3):
+    for _ in range(3):
         n = 8
         Q, q = random_pd(rng, n, 0.3), rng.standard_normal(n)
         C1 = rng.standard_normal((5, n))
@@ -118,8 +124,10 @@ def test_random_strongly_convex_qps_match_cvxpy(rng):
         res = prob.solver(rho=1.0, max_iter=20000, tol=1e-10).solve()
         assert res.converged
         x = cp.Variable(n)
-        ref = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, Q) + q @ x),
-                         [C1 @ x >= -0.5, C1 @ x <= 0.5, C2 @ x == 0.2])
+        ref = cp.Problem(
+            cp.Minimize(0.5 * cp.quad_form(x, Q) + q @ x),
+            [C1 @ x >= -0.5, C1 @ x <= 0.5, C2 @ x == 0.2],
+        )
         ref.solve(solver="CLARABEL")
         np.testing.assert_allclose(prob.solution(res.x), x.value, atol=1e-5)
         assert prob.objective(prob.solution(res.x)) == pytest.approx(ref.value, rel=1e-7, abs=1e-8)
@@ -132,18 +140,36 @@ def test_linearized_gradient_and_solve_modes_reach_the_same_solution(rng):
     B = rng.standard_normal((d, d))
     A = BlockMatrix({(0, 0): B, (0, 1): np.eye(d)}, ([d], [d, d]))
     b = rng.standard_normal(d)
-    exact = ProximalADMM([quadratic(Q0, q0), quadratic(Q1, q1)], A, b, rho=1.0, max_iter=20000, tol=1e-11).solve()
-    grad_block = Block(f=lambda x: 0.5 * x @ Q0 @ x + q0 @ x, grad=lambda x: Q0 @ x + q0,
-                       lipschitz=float(np.linalg.eigvalsh(Q0)[-1]))
-    lin = ProximalADMM([grad_block, quadratic(Q1, q1)], A, b, rho=1.0, prox_terms=[Linearized(), None],
-                       max_iter=50000, tol=1e-11).solve()
+    exact = ProximalADMM(
+        [quadratic(Q0, q0), quadratic(Q1, q1)], A, b, rho=1.0, max_iter=20000, tol=1e-11
+    ).solve()
+    grad_block = Block(
+        f=lambda x: 0.5 * x @ Q0 @ x + q0 @ x,
+        grad=lambda x: Q0 @ x + q0,
+        lipschitz=float(np.linalg.eigvalsh(Q0)[-1]),
+    )
+    lin = ProximalADMM(
+        [grad_block, quadratic(Q1, q1)],
+        A,
+        b,
+        rho=1.0,
+        prox_terms=[Linearized(), None],
+        max_iter=50000,
+        tol=1e-11,
+    ).solve()
     assert lin.modes[0] == "gradient" and lin.converged
 
     def solve(sub):
         return np.linalg.solve(Q0 + sub.M, -(q0 + sub.c))
 
-    user = ProximalADMM([Block(solve=solve, f=lambda x: 0.5 * x @ Q0 @ x + q0 @ x), quadratic(Q1, q1)], A, b,
-                        rho=1.0, max_iter=20000, tol=1e-11).solve()
+    user = ProximalADMM(
+        [Block(solve=solve, f=lambda x: 0.5 * x @ Q0 @ x + q0 @ x), quadratic(Q1, q1)],
+        A,
+        b,
+        rho=1.0,
+        max_iter=20000,
+        tol=1e-11,
+    ).solve()
     assert user.modes[0] == "solve"
     assert exact.converged and user.converged
     np.testing.assert_allclose(lin.x[0], exact.x[0], atol=1e-8)
@@ -212,8 +238,11 @@ def test_bad_shapes_and_values():
     with pytest.raises(ValueError, match="NaN"):
         s.solve([np.zeros(2), np.array([np.inf, 0.0])])
     with pytest.raises(ValueError, match="not strictly convex"):
-        ProximalADMM([quadratic(np.zeros((2, 2))), two[1]],
-                     BlockMatrix({(0, 0): np.ones((2, 2)), (0, 1): np.eye(2)}, ([2], [2, 2])), np.zeros(2))
+        ProximalADMM(
+            [quadratic(np.zeros((2, 2))), two[1]],
+            BlockMatrix({(0, 0): np.ones((2, 2)), (0, 1): np.eye(2)}, ([2], [2, 2])),
+            np.zeros(2),
+        )
     with pytest.raises(ValueError, match="lipschitz"):
         ProximalADMM([Block(grad=lambda x: x), two[1]], A, np.zeros(2))
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from prox_admm import box, l1, least_squares, mcp, quadratic, scad
 
 
@@ -28,7 +27,12 @@ def test_prox_is_the_exact_minimizer(kind, t):
     elif kind == "mcp+":
         b, pen, lo = mcp(lam, gamma, nonneg=True), lambda x: mcp_pen(x, lam, gamma), 0.0
     elif kind == "mcp-box":
-        b, pen, lo, hi = mcp(lam, gamma, lower=-0.5, upper=1.2), lambda x: mcp_pen(x, lam, gamma), -0.5, 1.2
+        b, pen, lo, hi = (
+            mcp(lam, gamma, lower=-0.5, upper=1.2),
+            lambda x: mcp_pen(x, lam, gamma),
+            -0.5,
+            1.2,
+        )
     elif kind == "scad":
         b, pen = scad(lam, a), lambda x: scad_pen(x, lam, a)
     elif kind == "scad+":

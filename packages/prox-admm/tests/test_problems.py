@@ -1,8 +1,7 @@
-"""Ready problems: each one solved by ours equals an independent solution of the original problem."""
+"""Ready problems: what ours returns satisfies the optimality conditions of the original problem."""
 
 import numpy as np
 import pytest
-
 from prox_admm import consensus, elastic_net_box, kkt_residual, l1, least_squares, qp_with_slacks
 
 
@@ -14,7 +13,11 @@ def test_qp_with_slacks_satisfies_the_kkt_conditions_of_the_original_qp(rng):
         Q, q = M @ M.T / n + 0.3 * np.eye(n), rng.standard_normal(n)
         C1, C2 = rng.standard_normal((5, n)), rng.standard_normal((3, n))
         prob = qp_with_slacks(Q, q, [(C1, -0.5, 0.5), (C2, 0.2, 0.2)])
-        assert prob.names == ["x", "s_1", "s_0"]  # row k's slack is its anti-diagonal block m - 1 - k
+        assert prob.names == [
+            "x",
+            "s_1",
+            "s_0",
+        ]  # row k's slack is its anti-diagonal block m - 1 - k
         res = prob.solver(rho=1.0, max_iter=20000, tol=1e-10).solve()
         assert res.converged
         x = prob.solution(res.x)
@@ -30,7 +33,7 @@ def test_qp_with_slacks_satisfies_the_kkt_conditions_of_the_original_qp(rng):
 
 
 def test_consensus_lasso_satisfies_the_lasso_optimality_conditions(data):
-    """min ||X b - y||^2 / (2n) + alpha ||b||_1 split over 3 sample parts: the subgradient conditions."""
+    """Lasso split over 3 sample parts: the subgradient conditions of the lasso."""
     X, y = data
     n, d = X.shape
     alpha = 0.05
@@ -40,7 +43,9 @@ def test_consensus_lasso_satisfies_the_lasso_optimality_conditions(data):
     res = prob.solver(rho=1.0, max_iter=20000, tol=1e-10).solve()
     assert res.converged
     beta = prob.solution(res.x)
-    g = X.T @ (y - X @ beta) / n  # must equal alpha sign(b_j) where b_j != 0, lie in [-alpha, alpha] where 0
+    g = (
+        X.T @ (y - X @ beta) / n
+    )  # must equal alpha sign(b_j) where b_j != 0, lie in [-alpha, alpha] where 0
     nz = np.abs(beta) > 1e-9
     assert nz.any() and (~nz).any()  # both kinds of coordinates are checked
     np.testing.assert_allclose(g[nz], alpha * np.sign(beta[nz]), atol=1e-8)

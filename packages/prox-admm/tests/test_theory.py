@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
-
 from prox_admm import (
     BlockMatrix,
     ProximalADMM,
-    chen_example,
     check_assumptions,
+    chen_example,
     descent_certificate,
     iteration_spectral_radius,
     jacobi_tau,
@@ -18,8 +17,8 @@ from prox_admm import (
 
 
 def test_check_assumptions_reports_the_rank_conditions_row_by_row():
-    I = np.eye(3)
-    A = BlockMatrix({(0, 0): I, (0, 2): -I, (1, 0): I, (1, 1): -I}, ([3, 3], [3, 3, 3]))
+    eye = np.eye(3)
+    A = BlockMatrix({(0, 0): eye, (0, 2): -eye, (1, 0): eye, (1, 1): -eye}, ([3, 3], [3, 3, 3]))
     rep = check_assumptions(A)
     # the whole matrix is 6 x 9: no full column rank, the case whole-matrix analyses exclude
     assert rep.whole_shape == (6, 9) and rep.whole_rank == 6 and rep.whole_full_column_rank is False
@@ -28,7 +27,7 @@ def test_check_assumptions_reports_the_rank_conditions_row_by_row():
     assert rep.rows[0].sigma_min == pytest.approx(1.0)
     # a rank-deficient anti-diagonal block whose range misses the row: (R) fails on that row
     B = np.diag([1.0, 1.0, 0.0])
-    A2 = BlockMatrix({(0, 0): I, (0, 1): B}, ([3], [3, 3]))
+    A2 = BlockMatrix({(0, 0): eye, (0, 1): B}, ([3], [3, 3]))
     rep2 = check_assumptions(A2)
     assert rep2.rows[0].rank == 2 and not rep2.rows[0].full_column_rank
     assert not rep2.range_condition
@@ -88,15 +87,26 @@ def test_chen_example_direct_admm_diverges_proximal_converges():
 def test_spectral_radius_predicts_the_observed_rate(rng):
     """On a quadratic problem the KKT residual contracts at the spectral radius of the map."""
     d = 3
-    Ab = {(0, 0): rng.standard_normal((d, d)), (0, 1): rng.standard_normal((d, d)), (0, 2): np.eye(d),
-          (1, 0): rng.standard_normal((d, d)), (1, 1): np.eye(d)}
+    Ab = {
+        (0, 0): rng.standard_normal((d, d)),
+        (0, 1): rng.standard_normal((d, d)),
+        (0, 2): np.eye(d),
+        (1, 0): rng.standard_normal((d, d)),
+        (1, 1): np.eye(d),
+    }
     A = BlockMatrix(Ab, ([d, d], [d, d, d]))
     blocks = []
     for _ in range(3):
         M = rng.standard_normal((d, d))
         blocks.append(quadratic(M @ M.T / d + 0.5 * np.eye(d), rng.standard_normal(d)))
-    solver = ProximalADMM(blocks, A, [rng.standard_normal(d), rng.standard_normal(d)], rho=1.0,
-                          max_iter=3000, tol=1e-12)
+    solver = ProximalADMM(
+        blocks,
+        A,
+        [rng.standard_normal(d), rng.standard_normal(d)],
+        rho=1.0,
+        max_iter=3000,
+        tol=1e-12,
+    )
     rad, n_unit = iteration_spectral_radius(solver)
     assert n_unit == 0 and rad < 1.0
     res = solver.solve()

@@ -14,7 +14,18 @@ References:
 from importlib.metadata import PackageNotFoundError, version
 
 from prox_admm.admm import ADMMResult, Linearized, ProximalADMM, kkt_residual
-from prox_admm.blocks import Block, Subproblem, box, l1, least_squares, mcp, nonneg, quadratic, scad, zero
+from prox_admm.blocks import (
+    Block,
+    Subproblem,
+    box,
+    l1,
+    least_squares,
+    mcp,
+    nonneg,
+    quadratic,
+    scad,
+    zero,
+)
 from prox_admm.matrix import BlockMatrix
 from prox_admm.problems import (
     Problem,
@@ -52,8 +63,8 @@ __all__ = [
     "Subproblem",
     "__version__",
     "box",
-    "chen_example",
     "check_assumptions",
+    "chen_example",
     "consensus",
     "descent_certificate",
     "elastic_net_box",

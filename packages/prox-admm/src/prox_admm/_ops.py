@@ -43,7 +43,9 @@ class Op:
             self._matT = sp.csr_array(self.mat.T)  # A^T once, not per product
         elif sp.issparse(a):
             return self.__init__(np.asarray(a.toarray(), dtype=np.float64), name)  # type: ignore[misc]
-        elif isinstance(a, np.ndarray | list | tuple) or (np.isscalar(a) and not isinstance(a, str)):
+        elif isinstance(a, np.ndarray | list | tuple) or (
+            np.isscalar(a) and not isinstance(a, str)
+        ):
             try:
                 arr = np.asarray(a, dtype=np.float64)
             except (TypeError, ValueError) as e:

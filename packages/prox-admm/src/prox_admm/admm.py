@@ -11,7 +11,7 @@ with ``A`` block anti-upper triangular (:class:`~prox_admm.matrix.BlockMatrix`).
 
 One iteration is a Gauss-Seidel sweep over the blocks followed by dual ascent per row::
 
-    x_i <- argmin_{x_i}  L(x_0^+, ..., x_{i-1}^+, x_i, x_{i+1}, ..., lam) + 0.5 ||x_i - x_i^t||_{P_i}^2
+    x_i <- argmin_{x_i} L(x_0^+, ..., x_{i-1}^+, x_i, ..., lam) + 0.5 ||x_i - x_i^t||_{P_i}^2
     lam_k <- lam_k + beta rho_k r_k(x^+)
 
 Because row k involves no block after its anti-diagonal block ``a(k) = m - 1 - k``,
@@ -123,7 +123,10 @@ def _split(v: Any, sizes: Sequence[int], name: str) -> list[Array]:
     else:
         arr = np.asarray(v, dtype=np.float64).ravel()
         if arr.size != sum(sizes):
-            raise ValueError(f"{name} must have length {sum(sizes)} (or be a list of {len(sizes)} parts), got {arr.size}")
+            raise ValueError(
+                f"{name} must have length {sum(sizes)} (or be a list of {len(sizes)} parts), got "
+                f"{arr.size}"
+            )
         out = [p.copy() for p in np.split(arr, np.cumsum(sizes)[:-1])]
     for i, p in enumerate(out):
         if not np.all(np.isfinite(p)):
@@ -149,8 +152,11 @@ class _BlockState:
             else:
                 H = sum(parts)
         self.H = H
-        self.H_norm = (sym_extreme_eigs(H, d)[1] if H is not None
-                       else sum(r * op.norm() ** 2 for _, op, r in self.ops))
+        self.H_norm = (
+            sym_extreme_eigs(H, d)[1]
+            if H is not None
+            else sum(r * op.norm() ** 2 for _, op, r in self.ops)
+        )
         self.P: Any = None  # proximal matrix (None: zero), used by quad/solve/prox
         self.tau = 0.0
         self.mode = self._resolve(spec)
@@ -164,7 +170,10 @@ class _BlockState:
         b, d = self.block, self.d
         if isinstance(spec, str):
             if spec != "linearized":
-                raise ValueError(f"prox_terms[{self.i}] must be 'linearized', a float, a matrix, Linearized or None; got {spec!r}")
+                raise ValueError(
+                    f"prox_terms[{self.i}] must be 'linearized', a float, a matrix, Linearized or "
+                    f"None; got {spec!r}"
+                )
             spec = Linearized()
         if isinstance(spec, Linearized):
             return self._linearized(spec.tau)
@@ -179,13 +188,17 @@ class _BlockState:
                 return self._linearized(None)
             return self._linearized(None)
         if isinstance(spec, bool):
-            raise TypeError(f"prox_terms[{self.i}] must be a float, a matrix, 'linearized' or None, got a bool")
+            raise TypeError(
+                f"prox_terms[{self.i}] must be a float, a matrix, 'linearized' or None, got a bool"
+            )
         if np.isscalar(spec):
             tau = check_float(f"prox_terms[{self.i}]", spec, low=0.0)
             return self._exact(tau)
         P = spec.toarray() if sp.issparse(spec) else np.asarray(spec, dtype=np.float64)
         if P.shape != (d, d):
-            raise ValueError(f"prox_terms[{self.i}] (P_{self.i}) must have shape ({d}, {d}), got {P.shape}")
+            raise ValueError(
+                f"prox_terms[{self.i}] (P_{self.i}) must have shape ({d}, {d}), got {P.shape}"
+            )
         if not np.all(np.isfinite(P)):
             raise ValueError(f"prox_terms[{self.i}] (P_{self.i}) holds NaN or inf")
         if not np.allclose(P, P.T, atol=1e-12 * max(1.0, float(np.abs(P).max()))):
@@ -193,17 +206,23 @@ class _BlockState:
         lo = float(np.linalg.eigvalsh(P)[0])
         if lo < -1e-10 * max(1.0, float(np.abs(P).max())):
             raise ValueError(
-                f"prox_terms[{self.i}] (P_{self.i}) must be positive semidefinite; its smallest eigenvalue is {lo:.3g}"
+                f"prox_terms[{self.i}] (P_{self.i}) must be positive semidefinite; its smallest "
+                f"eigenvalue is {lo:.3g}"
             )
         return self._exact(P)
 
     def _linearized(self, tau: float | None) -> str:
         b = self.block
         if b.prox is not None:
-            t = 1.01 * self.H_norm + 1e-12 if tau is None else check_float(f"tau of block {self.i}", tau, low=0.0, low_inclusive=False)
+            t = (
+                1.01 * self.H_norm + 1e-12
+                if tau is None
+                else check_float(f"tau of block {self.i}", tau, low=0.0, low_inclusive=False)
+            )
             if t < self.H_norm * (1 - 1e-9):
                 raise self._err(
-                    f"a linearized proximal term needs tau >= ||sum_k rho_k A_ki^T A_ki|| = {self.H_norm:.4g} "
+                    "a linearized proximal term needs tau >= ||sum_k rho_k A_ki^T A_ki|| = "
+                    f"{self.H_norm:.4g} "
                     f"(else P_i = tau I - H_i is not positive semidefinite); got tau = {t:.4g}"
                 )
             self.tau = t
@@ -212,7 +231,9 @@ class _BlockState:
             raise self._err("needs a prox, a grad, a solve or a quadratic Q for its subproblem")
         if tau is None:
             if b.lipschitz is None:
-                raise self._err("a gradient step needs the block's lipschitz constant (or give tau)")
+                raise self._err(
+                    "a gradient step needs the block's lipschitz constant (or give tau)"
+                )
             tau = b.lipschitz + self.H_norm
         self.tau = check_float(f"tau of block {self.i}", tau, low=0.0, low_inclusive=False)
         return "gradient"
@@ -229,7 +250,10 @@ class _BlockState:
             self.tau = float(np.linalg.eigvalsh(P)[-1])
         if b.is_quadratic:
             if self.H is None:
-                raise self._err("a quadratic block with LinearOperator constraints needs prox_terms='linearized'")
+                raise self._err(
+                    "a quadratic block with LinearOperator constraints needs "
+                    "prox_terms='linearized'"
+                )
             K = b.Q + self.H
             if self.P is not None:
                 K = K + self.P
@@ -242,22 +266,32 @@ class _BlockState:
             mu = None if M is None else is_scaled_identity(M, d)
             if mu is None or mu <= 0:
                 raise self._err(
-                    "its subproblem is not a prox step (sum_k rho_k A_ki^T A_ki + P_i is not a positive "
-                    "multiple of I); use prox_terms='linearized' for this block, or give Block(solve=...)"
+                    "its subproblem is not a prox step (sum_k rho_k A_ki^T A_ki + P_i is not a "
+                    "positive "
+                    "multiple of I); use prox_terms='linearized' for this block, or give "
+                    "Block(solve=...)"
                 )
             self.mu = float(mu)
             return "prox"
-        raise self._err("has only a gradient; use prox_terms='linearized' (a gradient step) or give solve")
+        raise self._err(
+            "has only a gradient; use prox_terms='linearized' (a gradient step) or give solve"
+        )
 
     def _factor(self, K: Any) -> None:
         d = self.d
         if sp.issparse(K) and d > SMALL:
             K = sp.csc_array(K)
             try:  # symmetric ordering: K is symmetric positive (semi)definite
-                lu = spla.splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                               options={"SymmetricMode": True})
+                lu = spla.splu(
+                    K,
+                    permc_spec="MMD_AT_PLUS_A",
+                    diag_pivot_thresh=0.0,
+                    options={"SymmetricMode": True},
+                )
             except RuntimeError as e:
-                raise self._err("its subproblem matrix Q + H + P is singular; add a proximal term") from e
+                raise self._err(
+                    "its subproblem matrix Q + H + P is singular; add a proximal term"
+                ) from e
             self._solve = lu.solve
             return
         Kd = K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
@@ -306,7 +340,9 @@ class _BlockState:
         sub = Subproblem(x_k=x.copy(), c=g - self.M_mv(x), matvec=self.M_mv, M=M)
         xn = np.asarray(b.solve(sub), dtype=np.float64).ravel()
         if xn.shape != (self.d,):
-            raise ValueError(f"block {self.i}: solve returned shape {xn.shape}, expected ({self.d},)")
+            raise ValueError(
+                f"block {self.i}: solve returned shape {xn.shape}, expected ({self.d},)"
+            )
         return xn, -(self.M_mv(xn - x) + g)
 
 
@@ -370,11 +406,14 @@ class ProximalADMM:
             if not isinstance(blk, Block):
                 raise TypeError(f"blocks[{i}] must be a Block, got {type(blk).__name__}")
         if len(blocks) != A.n_blocks:
-            raise ValueError(f"A has {A.n_blocks} block columns but {len(blocks)} blocks were given")
+            raise ValueError(
+                f"A has {A.n_blocks} block columns but {len(blocks)} blocks were given"
+            )
         for i, blk in enumerate(blocks):
             if blk.is_quadratic and blk.Q.shape[0] != A.col_sizes[i]:
                 raise ValueError(
-                    f"block {i} is a quadratic of dimension {blk.Q.shape[0]}, but A's block column {i} has {A.col_sizes[i]}"
+                    f"block {i} is a quadratic of dimension {blk.Q.shape[0]}, but A's block "
+                    f"column {i} has {A.col_sizes[i]}"
                 )
         self.blocks, self.A = blocks, A
         self.b = _split(b, A.row_sizes, "b")
@@ -383,19 +422,28 @@ class ProximalADMM:
             rho = rho.tolist()
         if isinstance(rho, Sequence) and not isinstance(rho, str):
             if len(rho) != p:
-                raise ValueError(f"rho must be one float or {p} floats (one per row), got {len(rho)}")
-            self.rho = [check_float(f"rho[{k}]", r, low=0.0, low_inclusive=False) for k, r in enumerate(rho)]
+                raise ValueError(
+                    f"rho must be one float or {p} floats (one per row), got {len(rho)}"
+                )
+            self.rho = [
+                check_float(f"rho[{k}]", r, low=0.0, low_inclusive=False) for k, r in enumerate(rho)
+            ]
         else:
             r = check_float("rho", rho, low=0.0, low_inclusive=False)
             self.rho = [r] * p
         self.max_iter = check_int("max_iter", max_iter, low=1)
         self.tol = check_float("tol", tol, low=0.0)
-        self.dual_step = check_float("dual_step", dual_step, low=0.0, high=2.0, low_inclusive=False, high_inclusive=False)
+        self.dual_step = check_float(
+            "dual_step", dual_step, low=0.0, high=2.0, low_inclusive=False, high_inclusive=False
+        )
         self.record_objective = bool(record_objective)
         m = A.n_blocks
         if isinstance(prox_terms, list | tuple):
             if len(prox_terms) != m:
-                raise ValueError(f"prox_terms must be one spec or {m} specs (one per block), got {len(prox_terms)}")
+                raise ValueError(
+                    f"prox_terms must be one spec or {m} specs (one per block), got "
+                    f"{len(prox_terms)}"
+                )
             specs = list(prox_terms)
         else:
             specs = [prox_terms] * m
@@ -403,19 +451,25 @@ class ProximalADMM:
 
     @property
     def modes(self) -> list[str]:
-        """The subproblem solver of each block (``quad``, ``prox``, ``linearized``, ``gradient``, ``solve``)."""
+        """The subproblem solver of each block.
+
+        One of ``quad``, ``prox``, ``linearized``, ``gradient``, ``solve``.
+        """
         return [s.mode for s in self._states]
 
     @property
     def taus(self) -> list[float]:
-        """Proximal parameter of each block (``tau`` of ``tau I`` or of the linearization; 0: none)."""
+        """Proximal parameter of each block (tau of tau I or of the linearization; 0: none)."""
         return [s.tau for s in self._states]
 
     def lagrangian(self, x: Sequence[Array], lam: Sequence[Array]) -> float:
         """``L(x, lam) = sum f_i + sum_k <lam_k, r_k> + sum_k rho_k/2 ||r_k||^2``."""
         r = self.A.residuals(x, self.b)
         val = sum(blk.value(xi) for blk, xi in zip(self.blocks, x, strict=True))
-        return float(val + sum(lk @ rk + 0.5 * rh * rk @ rk for lk, rk, rh in zip(lam, r, self.rho, strict=True)))
+        return float(
+            val
+            + sum(lk @ rk + 0.5 * rh * rk @ rk for lk, rk, rh in zip(lam, r, self.rho, strict=True))
+        )
 
     def step(self, x: Sequence[Array], lam: Sequence[Array]) -> tuple[list[Array], list[Array]]:
         """One iteration (sweep over the blocks, then the dual steps) from ``(x, lam)``.
@@ -447,7 +501,8 @@ class ProximalADMM:
         x0: Any = None,
         lam0: Any = None,
         *,
-        callback: Callable[[int, list[Array], list[Array], dict[str, float]], bool | None] | None = None,
+        callback: Callable[[int, list[Array], list[Array], dict[str, float]], bool | None]
+        | None = None,
     ) -> ADMMResult:
         """Run the iteration from ``(x0, lam0)`` (zeros if None).
 
@@ -465,7 +520,11 @@ class ProximalADMM:
         """
         A, m, p = self.A, self.A.n_blocks, self.A.n_rows
         x = [np.zeros(d) for d in A.col_sizes] if x0 is None else _split(x0, A.col_sizes, "x0")
-        lam = [np.zeros(n) for n in A.row_sizes] if lam0 is None else _split(lam0, A.row_sizes, "lam0")
+        lam = (
+            [np.zeros(n) for n in A.row_sizes]
+            if lam0 is None
+            else _split(lam0, A.row_sizes, "lam0")
+        )
         r = A.residuals(x, self.b)
         rho, beta = self.rho, self.dual_step
         keys = ("primal", "dual", "kkt", "objective", "lagrangian", "time")
@@ -507,7 +566,10 @@ class ProximalADMM:
             hist["step_sq"].append(steps)
             if self.record_objective:
                 obj = float(sum(blk.value(xv) for blk, xv in zip(self.blocks, x, strict=True)))
-                lag = obj + sum(float(lk @ rk + 0.5 * rh * rk @ rk) for lk, rk, rh in zip(lam, r, rho, strict=True))
+                lag = obj + sum(
+                    float(lk @ rk + 0.5 * rh * rk @ rk)
+                    for lk, rk, rh in zip(lam, r, rho, strict=True)
+                )
             else:
                 obj = lag = float("nan")
             hist["objective"].append(obj)
@@ -519,7 +581,9 @@ class ProximalADMM:
             if primal <= self.tol and dual <= self.tol:
                 converged = True
                 break
-            if callback is not None and callback(it, x, lam, {"primal": primal, "dual": dual, "kkt": kkt}):
+            if callback is not None and callback(
+                it, x, lam, {"primal": primal, "dual": dual, "kkt": kkt}
+            ):
                 break
         history = {k: np.asarray(v, dtype=np.float64) for k, v in hist.items()}
         if history["step_sq"].size == 0:
@@ -527,7 +591,9 @@ class ProximalADMM:
         return ADMMResult(x, lam, history, converged, diverged, it, self.modes, self.taus)
 
 
-def kkt_residual(blocks: Sequence[Block], A: BlockMatrix, b: Any, x: Any, lam: Any) -> dict[str, float]:
+def kkt_residual(
+    blocks: Sequence[Block], A: BlockMatrix, b: Any, x: Any, lam: Any
+) -> dict[str, float]:
     """KKT residuals of ``(x, lam)``, computed from the blocks alone (independent of a run).
 
     Primal: ``||A x - b||_2``. Stationarity of block i: ``||grad f_i(x_i) + sum_k
@@ -554,7 +620,9 @@ def kkt_residual(blocks: Sequence[Block], A: BlockMatrix, b: Any, x: Any, lam: A
             t = 1e-3
             s = (xs[i] - blk.prox(xs[i] - t * at, t)) / t
         else:
-            raise ValueError(f"block {i} has neither grad nor prox; its stationarity cannot be measured")
+            raise ValueError(
+                f"block {i} has neither grad nor prox; its stationarity cannot be measured"
+            )
         s2 += float(s @ s)
     dual = float(np.sqrt(s2))
     return {"primal": primal, "dual": dual, "kkt": max(primal, dual)}

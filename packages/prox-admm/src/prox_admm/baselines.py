@@ -39,7 +39,14 @@ class PGResult:
 
 
 def prox_gradient_mcp(
-    X: Any, y: Any, lam: float, gamma: float, *, x0: Any = None, max_iter: int = 20000, tol: float = 1e-8
+    X: Any,
+    y: Any,
+    lam: float,
+    gamma: float,
+    *,
+    x0: Any = None,
+    max_iter: int = 20000,
+    tol: float = 1e-8,
 ) -> PGResult:
     """Proximal gradient on ``||X b - y||^2 / (2n) + MCP(b)`` s.t. ``b >= 0``, step ``1/L``.
 
@@ -64,7 +71,7 @@ def prox_gradient_mcp(
     x = np.zeros(d) if x0 is None else np.maximum(np.asarray(x0, dtype=np.float64), 0.0)
     conv = False
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         xn = pen.prox(x - t * (G @ x - c), t)
         step = float(np.linalg.norm(xn - x)) / t
         x = xn

@@ -157,7 +157,9 @@ def _quad_parts(Q: Any, q: Any, d: int | None) -> tuple[Any, Array, int]:
     return Qm, qv, n
 
 
-def quadratic(Q: Any, q: Any = None, c0: float = 0.0, *, d: int | None = None, name: str = "") -> Block:
+def quadratic(
+    Q: Any, q: Any = None, c0: float = 0.0, *, d: int | None = None, name: str = ""
+) -> Block:
     """The block ``f(x) = 0.5 x^T Q x + q^T x + c0``, updated in closed form.
 
     Args:
@@ -246,8 +248,11 @@ def _prox_even_separable(
     v = np.asarray(v, dtype=np.float64)
     a = np.abs(v)
     s = np.where(v < 0, -1.0, 1.0)
-    bound = np.where(v < 0, -np.broadcast_to(np.asarray(lo, dtype=np.float64), v.shape),
-                     np.broadcast_to(np.asarray(hi, dtype=np.float64), v.shape))
+    bound = np.where(
+        v < 0,
+        -np.broadcast_to(np.asarray(lo, dtype=np.float64), v.shape),
+        np.broadcast_to(np.asarray(hi, dtype=np.float64), v.shape),
+    )
     C = list(cands(a, float(t)))
     fin = np.isfinite(bound)
     if np.any(fin):
@@ -262,7 +267,15 @@ def _check_box(lo: Any, hi: Any) -> None:
         raise ValueError("the box of a penalty block must contain 0")
 
 
-def mcp(lam: float, gamma: float, *, nonneg: bool = False, lower: Any = None, upper: Any = None, name: str = "MCP") -> Block:
+def mcp(
+    lam: float,
+    gamma: float,
+    *,
+    nonneg: bool = False,
+    lower: Any = None,
+    upper: Any = None,
+    name: str = "MCP",
+) -> Block:
     """Minimax concave penalty ``sum_j MCP_{lam, gamma}(x_j)``, optionally on a box.
 
     ``MCP(x) = lam |x| - x^2 / (2 gamma)`` for ``|x| <= gamma lam`` and ``gamma lam^2 / 2``
@@ -307,11 +320,24 @@ def mcp(lam: float, gamma: float, *, nonneg: bool = False, lower: Any = None, up
     def f(x: Array) -> float:
         return float(np.sum(pen(x))) if _in_box(x, lo, hi) else float("inf")
 
-    return Block(f=f, prox=prox, curvature=-1.0 / gamma, name=name,
-                 _info={"kind": "mcp", "lam": lam, "gamma": gamma, "lower": lo, "upper": hi})
+    return Block(
+        f=f,
+        prox=prox,
+        curvature=-1.0 / gamma,
+        name=name,
+        _info={"kind": "mcp", "lam": lam, "gamma": gamma, "lower": lo, "upper": hi},
+    )
 
 
-def scad(lam: float, a: float = 3.7, *, nonneg: bool = False, lower: Any = None, upper: Any = None, name: str = "SCAD") -> Block:
+def scad(
+    lam: float,
+    a: float = 3.7,
+    *,
+    nonneg: bool = False,
+    lower: Any = None,
+    upper: Any = None,
+    name: str = "SCAD",
+) -> Block:
     """Smoothly clipped absolute deviation penalty (Fan & Li, 2001), optionally on a box.
 
     ``SCAD(x) = lam |x|`` for ``|x| <= lam``; ``(2 a lam |x| - x^2 - lam^2) / (2 (a - 1))``
@@ -340,8 +366,13 @@ def scad(lam: float, a: float = 3.7, *, nonneg: bool = False, lower: Any = None,
         return np.where(x <= lam, lam * x, np.where(x <= a * lam, mid, 0.5 * lam * lam * (a + 1)))
 
     def cands(v: Array, t: float) -> list[Array]:
-        out = [np.zeros_like(v), np.full_like(v, lam), np.full_like(v, a * lam),
-               np.clip(v - t * lam, 0.0, lam), np.maximum(v, a * lam)]
+        out = [
+            np.zeros_like(v),
+            np.full_like(v, lam),
+            np.full_like(v, a * lam),
+            np.clip(v - t * lam, 0.0, lam),
+            np.maximum(v, a * lam),
+        ]
         den = 1.0 - t / (a - 1)
         if den > 0:
             out.append(np.clip((v - t * a * lam / (a - 1)) / den, lam, a * lam))
@@ -353,8 +384,13 @@ def scad(lam: float, a: float = 3.7, *, nonneg: bool = False, lower: Any = None,
     def f(x: Array) -> float:
         return float(np.sum(pen(x))) if _in_box(x, lo, hi) else float("inf")
 
-    return Block(f=f, prox=prox, curvature=-1.0 / (a - 1.0), name=name,
-                 _info={"kind": "scad", "lam": lam, "a": a, "lower": lo, "upper": hi})
+    return Block(
+        f=f,
+        prox=prox,
+        curvature=-1.0 / (a - 1.0),
+        name=name,
+        _info={"kind": "scad", "lam": lam, "a": a, "lower": lo, "upper": hi},
+    )
 
 
 def l1(lam: float, *, lower: Any = None, upper: Any = None, name: str = "l1") -> Block:
@@ -370,8 +406,13 @@ def l1(lam: float, *, lower: Any = None, upper: Any = None, name: str = "l1") ->
     def f(x: Array) -> float:
         return float(lam * np.sum(np.abs(x))) if _in_box(x, lo, hi) else float("inf")
 
-    return Block(f=f, prox=prox, curvature=0.0, name=name,
-                 _info={"kind": "l1", "lam": lam, "lower": lo, "upper": hi})
+    return Block(
+        f=f,
+        prox=prox,
+        curvature=0.0,
+        name=name,
+        _info={"kind": "l1", "lam": lam, "lower": lo, "upper": hi},
+    )
 
 
 def box(lower: Any = None, upper: Any = None, *, name: str = "box") -> Block:
@@ -384,7 +425,9 @@ def box(lower: Any = None, upper: Any = None, *, name: str = "box") -> Block:
     def f(x: Array) -> float:
         return 0.0 if _in_box(x, lo, hi) else float("inf")
 
-    return Block(f=f, prox=prox, curvature=0.0, name=name, _info={"kind": "box", "lower": lo, "upper": hi})
+    return Block(
+        f=f, prox=prox, curvature=0.0, name=name, _info={"kind": "box", "lower": lo, "upper": hi}
+    )
 
 
 def nonneg(name: str = "x >= 0") -> Block:

@@ -46,27 +46,40 @@ class BlockMatrix:
         >>> BlockMatrix({(1, 2): I}, ([2, 2], [2, 2, 2]))
         Traceback (most recent call last):
         ...
-        ValueError: block (1, 2) lies above the anti-diagonal: row 1 may involve blocks 0..1 only (A_kj = 0 for j > m - 1 - k, m = 3)
+        ValueError: block (1, 2) lies above the anti-diagonal: row 1 may involve ...
     """
 
-    def __init__(self, blocks: Mapping[tuple[int, int], Any], shapes: Sequence[Sequence[int]]) -> None:
+    def __init__(
+        self, blocks: Mapping[tuple[int, int], Any], shapes: Sequence[Sequence[int]]
+    ) -> None:
         if not isinstance(blocks, Mapping):
-            raise TypeError(f"blocks must be a mapping {{(k, j): matrix}}, got {type(blocks).__name__}")
+            raise TypeError(
+                f"blocks must be a mapping {{(k, j): matrix}}, got {type(blocks).__name__}"
+            )
         if len(shapes) != 2:
             raise ValueError("shapes must be (row_sizes, col_sizes)")
-        self.row_sizes = [check_int(f"row_sizes[{k}]", int(s) if isinstance(s, np.integer) else s, low=1)
-                          for k, s in enumerate(shapes[0])]
-        self.col_sizes = [check_int(f"col_sizes[{j}]", int(s) if isinstance(s, np.integer) else s, low=1)
-                          for j, s in enumerate(shapes[1])]
+        self.row_sizes = [
+            check_int(f"row_sizes[{k}]", int(s) if isinstance(s, np.integer) else s, low=1)
+            for k, s in enumerate(shapes[0])
+        ]
+        self.col_sizes = [
+            check_int(f"col_sizes[{j}]", int(s) if isinstance(s, np.integer) else s, low=1)
+            for j, s in enumerate(shapes[1])
+        ]
         p, m = len(self.row_sizes), len(self.col_sizes)
         if p == 0 or m == 0:
             raise ValueError("a BlockMatrix needs at least one row and one block")
         if p > m:
-            raise ValueError(f"an anti-upper triangular pattern has at most m = {m} rows, got p = {p}")
+            raise ValueError(
+                f"an anti-upper triangular pattern has at most m = {m} rows, got p = {p}"
+            )
         self.ops: dict[tuple[int, int], Op] = {}
         for key, mat in blocks.items():
-            if not (isinstance(key, tuple) and len(key) == 2
-                    and all(isinstance(i, int | np.integer) and not isinstance(i, bool) for i in key)):
+            if not (
+                isinstance(key, tuple)
+                and len(key) == 2
+                and all(isinstance(i, int | np.integer) and not isinstance(i, bool) for i in key)
+            ):
                 raise TypeError(f"block keys must be pairs of integers (k, j), got {key!r}")
             k, j = int(key[0]), int(key[1])
             if not (0 <= k < p and 0 <= j < m):
@@ -87,11 +100,17 @@ class BlockMatrix:
         for j in range(m):
             if not any(jj == j for _, jj in self.ops):
                 raise ValueError(f"block column {j} appears in no row: x_{j} is unconstrained")
-        self.rows_of: list[list[int]] = [sorted(k for (k, jj) in self.ops if jj == j) for j in range(m)]
-        self.cols_of: list[list[int]] = [sorted(j for (kk, j) in self.ops if kk == k) for k in range(p)]
+        self.rows_of: list[list[int]] = [
+            sorted(k for (k, jj) in self.ops if jj == j) for j in range(m)
+        ]
+        self.cols_of: list[list[int]] = [
+            sorted(j for (kk, j) in self.ops if kk == k) for k in range(p)
+        ]
 
     @classmethod
-    def from_dense(cls, A: Any, row_sizes: Sequence[int], col_sizes: Sequence[int], *, tol: float = 0.0) -> BlockMatrix:
+    def from_dense(
+        cls, A: Any, row_sizes: Sequence[int], col_sizes: Sequence[int], *, tol: float = 0.0
+    ) -> BlockMatrix:
         """Cut a dense (or sparse) matrix into blocks and validate the pattern.
 
         Blocks whose entries are all within ``tol`` of 0 are dropped (zero blocks); a
@@ -100,12 +119,14 @@ class BlockMatrix:
         dense = A.toarray() if sp.issparse(A) else np.asarray(A, dtype=np.float64)
         rs, cs = [int(r) for r in row_sizes], [int(c) for c in col_sizes]
         if dense.shape != (sum(rs), sum(cs)):
-            raise ValueError(f"A has shape {dense.shape}, but the sizes add up to {(sum(rs), sum(cs))}")
+            raise ValueError(
+                f"A has shape {dense.shape}, but the sizes add up to {(sum(rs), sum(cs))}"
+            )
         ro, co = np.cumsum([0, *rs]), np.cumsum([0, *cs])
         blocks = {}
         for k in range(len(rs)):
             for j in range(len(cs)):
-                blk = dense[ro[k]:ro[k + 1], co[j]:co[j + 1]]
+                blk = dense[ro[k] : ro[k + 1], co[j] : co[j + 1]]
                 if np.max(np.abs(blk), initial=0.0) > tol:
                     blocks[(k, j)] = blk
         return cls(blocks, (rs, cs))
@@ -149,7 +170,7 @@ class BlockMatrix:
         ro, co = np.cumsum([0, *self.row_sizes]), np.cumsum([0, *self.col_sizes])
         out = np.zeros(self.shape)
         for (k, j), op in self.ops.items():
-            out[ro[k]:ro[k + 1], co[j]:co[j + 1]] = op.dense()
+            out[ro[k] : ro[k + 1], co[j] : co[j + 1]] = op.dense()
         return out
 
     def __repr__(self) -> str:

@@ -59,7 +59,7 @@ class Problem:
     info: dict[str, Any] = field(default_factory=dict)
 
     def solver(self, **kwargs: Any) -> ProximalADMM:
-        """A :class:`~prox_admm.admm.ProximalADMM` on this problem (kwargs: rho, prox_terms, ...)."""
+        """A :class:`~prox_admm.admm.ProximalADMM` on this problem (kwargs: rho, prox_terms...)."""
         return ProximalADMM(self.blocks, self.A, self.b, **kwargs)
 
     def solution(self, x: Sequence[Array]) -> Array:
@@ -88,7 +88,9 @@ def mcp_nonneg_objective(X: Any, y: Any, lam: float, gamma: float, beta: Any) ->
     return float(0.5 * r @ r / Xa.shape[0] + pen.value(beta))
 
 
-def consensus(smooth: Sequence[Block], shared: Block, dim: int, *, names: Sequence[str] | None = None) -> Problem:
+def consensus(
+    smooth: Sequence[Block], shared: Block, dim: int, *, names: Sequence[str] | None = None
+) -> Problem:
     """``min g(z) + sum_i f_i(x_i)`` s.t. ``x_i - z = 0`` for every i.
 
     Block 0 is z (the shared, possibly nonsmooth and nonconvex block); blocks 1..s are the
@@ -107,11 +109,11 @@ def consensus(smooth: Sequence[Block], shared: Block, dim: int, *, names: Sequen
     if s < 1:
         raise ValueError("consensus needs at least one smooth block")
     m = s + 1
-    I = sp.eye_array(dim, format="csr")
+    eye = sp.eye_array(dim, format="csr")
     blocks = {}
     for k in range(s):
-        blocks[(k, 0)] = -I
-        blocks[(k, m - 1 - k)] = I
+        blocks[(k, 0)] = -eye
+        blocks[(k, m - 1 - k)] = eye
     A = BlockMatrix(blocks, ([dim] * s, [dim] * m))
     bl = [shared, *smooth]
     nm = list(names) if names is not None else ["z", *[f"x_{i + 1}" for i in range(s)]]
@@ -154,13 +156,28 @@ def mcp_nonneg_regression(
 
     info = {"n": n, "d": d, "lam": lam, "gamma": gamma, "split": split}
     if split == "copies":
-        I = np.eye(d)
-        A = BlockMatrix({(0, 0): I, (0, 2): -I, (1, 0): I, (1, 1): -I}, ([d, d], [d, d, d]))
-        blocks = [least_squares(Xa, ya, 1.0 / n, name="data fit"), mcp(lam, gamma, name="MCP"), nonneg(name="w >= 0")]
-        return Problem(blocks, A, [np.zeros(d), np.zeros(d)], ["x (data fit)", "y (MCP)", "w (>= 0)"], 2, obj,
-                       "MCP non-negative regression, copies split", info)
+        eye = np.eye(d)
+        A = BlockMatrix({(0, 0): eye, (0, 2): -eye, (1, 0): eye, (1, 1): -eye}, ([d, d], [d, d, d]))
+        blocks = [
+            least_squares(Xa, ya, 1.0 / n, name="data fit"),
+            mcp(lam, gamma, name="MCP"),
+            nonneg(name="w >= 0"),
+        ]
+        return Problem(
+            blocks,
+            A,
+            [np.zeros(d), np.zeros(d)],
+            ["x (data fit)", "y (MCP)", "w (>= 0)"],
+            2,
+            obj,
+            "MCP non-negative regression, copies split",
+            info,
+        )
     n_parts = check_int("n_parts", n_parts, low=1, high=n)
-    parts = [least_squares(Xa[i::n_parts], ya[i::n_parts], 1.0 / n, name=f"data part {i + 1}") for i in range(n_parts)]
+    parts = [
+        least_squares(Xa[i::n_parts], ya[i::n_parts], 1.0 / n, name=f"data part {i + 1}")
+        for i in range(n_parts)
+    ]
     prob = consensus(parts, mcp(lam, gamma, nonneg=True, name="MCP, >= 0"), d)
     prob.objective = obj
     prob.description = f"MCP non-negative regression, consensus split ({n_parts} parts)"
@@ -168,10 +185,13 @@ def mcp_nonneg_regression(
     return prob
 
 
-def elastic_net_box(X: Any, y: Any, alpha: float, l1_ratio: float = 0.5, lower: Any = None, upper: Any = None) -> Problem:
+def elastic_net_box(
+    X: Any, y: Any, alpha: float, l1_ratio: float = 0.5, lower: Any = None, upper: Any = None
+) -> Problem:
     """Box-constrained elastic net, split into data fit, L1 copy and box copy.
 
-    ``min ||X beta - y||^2 / (2n) + alpha l1_ratio ||beta||_1 + alpha (1 - l1_ratio) / 2 ||beta||^2``
+    ``min ||X beta - y||^2 / (2n) + alpha l1_ratio ||beta||_1``
+    ``+ alpha (1 - l1_ratio) / 2 ||beta||^2``
     s.t. ``lower <= beta <= upper`` (scikit-learn's ElasticNet scaling). Blocks (beta, z, s),
     rows ``beta - s = 0`` and ``beta - z = 0``.
 
@@ -192,16 +212,24 @@ def elastic_net_box(X: Any, y: Any, alpha: float, l1_ratio: float = 0.5, lower: 
     pen = l1(alpha * l1_ratio, name="L1")
     bx = box(lo, hi, name="box")
     fit = least_squares(Xa, ya, 1.0 / n, ridge=alpha * (1 - l1_ratio), name="data fit + ridge")
-    I = np.eye(d)
-    A = BlockMatrix({(0, 0): I, (0, 2): -I, (1, 0): I, (1, 1): -I}, ([d, d], [d, d, d]))
+    eye = np.eye(d)
+    A = BlockMatrix({(0, 0): eye, (0, 2): -eye, (1, 0): eye, (1, 1): -eye}, ([d, d], [d, d, d]))
 
     def obj(beta: Array) -> float:
         if bx.value(beta) > 0:
             return float("inf")
         return fit.value(beta) + pen.value(beta)
 
-    return Problem([fit, pen, bx], A, [np.zeros(d), np.zeros(d)], ["beta (fit)", "z (L1)", "s (box)"], 2, obj,
-                   "box-constrained elastic net", {"n": n, "d": d, "alpha": alpha, "l1_ratio": l1_ratio})
+    return Problem(
+        [fit, pen, bx],
+        A,
+        [np.zeros(d), np.zeros(d)],
+        ["beta (fit)", "z (L1)", "s (box)"],
+        2,
+        obj,
+        "box-constrained elastic net",
+        {"n": n, "d": d, "alpha": alpha, "l1_ratio": l1_ratio},
+    )
 
 
 def qp_with_slacks(Q: Any, q: Any, constraints: Sequence[tuple[Any, Any, Any]]) -> Problem:
@@ -228,12 +256,20 @@ def qp_with_slacks(Q: Any, q: Any, constraints: Sequence[tuple[Any, Any, Any]]) 
     names = ["x"] + [""] * r
     rows = []
     for k, (C, lo, hi) in enumerate(constraints):
-        Cm = sp.csr_array(C, dtype=np.float64) if sp.issparse(C) else np.atleast_2d(np.asarray(C, dtype=np.float64))
+        Cm = (
+            sp.csr_array(C, dtype=np.float64)
+            if sp.issparse(C)
+            else np.atleast_2d(np.asarray(C, dtype=np.float64))
+        )
         if Cm.shape[1] != n:
             raise ValueError(f"constraints[{k}]: C has {Cm.shape[1]} columns, expected {n}")
         nk = Cm.shape[0]
-        lo_v = np.broadcast_to(np.asarray(-np.inf if lo is None else lo, dtype=np.float64), (nk,)).copy()
-        hi_v = np.broadcast_to(np.asarray(np.inf if hi is None else hi, dtype=np.float64), (nk,)).copy()
+        lo_v = np.broadcast_to(
+            np.asarray(-np.inf if lo is None else lo, dtype=np.float64), (nk,)
+        ).copy()
+        hi_v = np.broadcast_to(
+            np.asarray(np.inf if hi is None else hi, dtype=np.float64), (nk,)
+        ).copy()
         if np.any(lo_v > hi_v):
             raise ValueError(f"constraints[{k}]: lower bound above upper bound")
         j = m - 1 - k
@@ -251,7 +287,9 @@ def qp_with_slacks(Q: Any, q: Any, constraints: Sequence[tuple[Any, Any, Any]]) 
     def obj(x: Array) -> float:
         return quad.value(x)
 
-    return Problem(bl, A, [np.zeros(nk) for nk in rows], names, 0, obj, "QP with slack blocks", {"n": n})
+    return Problem(
+        bl, A, [np.zeros(nk) for nk in rows], names, 0, obj, "QP with slack blocks", {"n": n}
+    )
 
 
 def chen_example() -> Problem:
@@ -264,5 +302,13 @@ def chen_example() -> Problem:
     Am = np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 2.0], [1.0, 2.0, 2.0]])
     A = BlockMatrix({(0, j): Am[:, j : j + 1] for j in range(3)}, ([3], [1, 1, 1]))
     blocks = [zero(1, name=f"x_{j + 1}") for j in range(3)]
-    return Problem(blocks, A, [np.zeros(3)], ["x_1", "x_2", "x_3"], 0, lambda x: 0.0, "Chen et al. (2016) example",
-                   {"A": Am})
+    return Problem(
+        blocks,
+        A,
+        [np.zeros(3)],
+        ["x_1", "x_2", "x_3"],
+        0,
+        lambda x: 0.0,
+        "Chen et al. (2016) example",
+        {"A": Am},
+    )

@@ -119,12 +119,14 @@ class AssumptionReport:
     def __str__(self) -> str:
         lines = [
             f"whole matrix {self.whole_shape[0]} x {self.whole_shape[1]}: rank {self.whole_rank}, "
-            f"full column rank {self.whole_full_column_rank}; 2-block equivalent {self.two_block_equivalent}"
+            f"full column rank {self.whole_full_column_rank}; 2-block equivalent "
+            f"{self.two_block_equivalent}"
         ]
         for r in self.rows:
             sig = "-" if r.sigma_min is None else f"{r.sigma_min:.3g}"
             lines.append(
-                f"row {r.row}: anti-diagonal block {r.anti_diagonal} {r.shape[0]} x {r.shape[1]}, rank {r.rank}, "
+                f"row {r.row}: anti-diagonal block {r.anti_diagonal} {r.shape[0]} x {r.shape[1]}, "
+                f"rank {r.rank}, "
                 f"full column rank {r.full_column_rank}, full row rank {r.full_row_rank}, "
                 f"range condition {r.range_condition}, sigma_min {sig}"
             )
@@ -140,7 +142,9 @@ def _rank_sig(M: Array, tol: float | None) -> tuple[int, float | None]:
     return int(nz.size), (float(nz[-1]) if nz.size else None)
 
 
-def check_assumptions(A: BlockMatrix, b: Any = None, *, tol: float | None = None) -> AssumptionReport:
+def check_assumptions(
+    A: BlockMatrix, b: Any = None, *, tol: float | None = None
+) -> AssumptionReport:
     """Report the rank conditions of our assumption (R) numerically, row by row.
 
     For every row k: its anti-diagonal block ``A_k,a(k)`` (rank, full column rank, full
@@ -164,7 +168,7 @@ def check_assumptions(A: BlockMatrix, b: Any = None, *, tol: float | None = None
         >>> rep.range_condition, rep.whole_full_column_rank, rep.whole_rank
         (True, False, 6)
     """
-    p, m = A.n_rows, A.n_blocks
+    p = A.n_rows
     bs = None
     if b is not None:
         from prox_admm.admm import _split
@@ -183,7 +187,7 @@ def check_assumptions(A: BlockMatrix, b: Any = None, *, tol: float | None = None
             continue
         Ad = op.dense()
         rk, sig = _rank_sig(Ad, tol)
-        row_mats = [A.ops[(k, l)].dense() for l in A.cols_of[k]]
+        row_mats = [A.ops[(k, col)].dense() for col in A.cols_of[k]]
         if bs is not None:
             row_mats.append(bs[k][:, None])
         r_all, _ = _rank_sig(np.hstack(row_mats), tol)
@@ -192,7 +196,7 @@ def check_assumptions(A: BlockMatrix, b: Any = None, *, tol: float | None = None
     w_rank = None
     if max(whole) <= DENSE_LIMIT:
         w_rank, _ = _rank_sig(A.to_dense(), tol)
-    two = all(sum(1 for l in A.cols_of[k] if l >= 1) <= 1 for k in range(p))
+    two = all(sum(1 for col in A.cols_of[k] if col >= 1) <= 1 for k in range(p))
     return AssumptionReport(
         tuple(rows), whole, w_rank, None if w_rank is None else w_rank == whole[1], two
     )
@@ -270,13 +274,15 @@ def descent_certificate(solver: ProximalADMM) -> Certificate:
             descent[i] = 0.5 * (p_min + max(mu, 0.0))
             Mnorm[i] = 0.0 if P is None else sym_extreme_eigs(P, st.d)[1]
         elif st.mode == "linearized":
-            hmin, hmax = (sym_extreme_eigs(st.H, st.d) if st.H is not None else (0.0, st.H_norm))
+            hmin, hmax = sym_extreme_eigs(st.H, st.d) if st.H is not None else (0.0, st.H_norm)
             descent[i] = 0.5 * (st.tau - hmax + max(blk.curvature + st.tau, 0.0))
             Mnorm[i] = max(abs(st.tau - hmin), abs(st.tau - hmax))
         else:  # gradient step
             if blk.lipschitz is None:
-                return Certificate(False, f"block {i} takes gradient steps without a known lipschitz constant")
-            hmin, hmax = (sym_extreme_eigs(st.H, st.d) if st.H is not None else (0.0, st.H_norm))
+                return Certificate(
+                    False, f"block {i} takes gradient steps without a known lipschitz constant"
+                )
+            hmin, hmax = sym_extreme_eigs(st.H, st.d) if st.H is not None else (0.0, st.H_norm)
             descent[i] = st.tau - 0.5 * (blk.lipschitz + hmax)
             Mnorm[i] = max(abs(st.tau - hmin), abs(st.tau - hmax))
     alpha = np.zeros((p, m))
@@ -288,12 +294,17 @@ def descent_certificate(solver: ProximalADMM) -> Certificate:
             return Certificate(False, f"row {k} has no anti-diagonal block ({k}, {j})", descent)
         if not r.range_condition or r.sigma_min is None:
             return Certificate(
-                False, f"row {k}: the range condition (R) fails (the row's range is not inside that of A[({k}, {j})])", descent
+                False,
+                f"row {k}: the range condition (R) fails (the row's range is not inside that of "
+                f"A[({k}, {j})])",
+                descent,
             )
         blk = blocks[j]
         if blk.grad is None or blk.lipschitz is None:
             return Certificate(
-                False, f"row {k}: its anti-diagonal block {j} is not smooth (no grad with a lipschitz constant): (S) fails",
+                False,
+                f"row {k}: its anti-diagonal block {j} is not smooth (no grad with a lipschitz "
+                "constant): (S) fails",
                 descent,
             )
         s = r.sigma_min
@@ -309,17 +320,23 @@ def descent_certificate(solver: ProximalADMM) -> Certificate:
             w = A.ops[(kp, j)].norm() / s
             alpha[k] += w * alpha[kp]
             beta[k] += w * beta[kp]
-            for l in A.cols_of[kp]:
-                if l > j:
-                    c = rho[kp] * w * A.ops[(kp, l)].norm()
-                    alpha[k, l] += c
-                    beta[k, l] += c
-    N = np.array([np.count_nonzero(alpha[k]) + np.count_nonzero(beta[k]) for k in range(p)], dtype=float)
+            for col in A.cols_of[kp]:
+                if col > j:
+                    c = rho[kp] * w * A.ops[(kp, col)].norm()
+                    alpha[k, col] += c
+                    beta[k, col] += c
+    N = np.array(
+        [np.count_nonzero(alpha[k]) + np.count_nonzero(beta[k]) for k in range(p)], dtype=float
+    )
     w = N / np.asarray(rho)
     margin = descent - (w[:, None] * (alpha**2 + beta**2)).sum(axis=0)
     gamma = (w[:, None] * beta**2).sum(axis=0)
     ok = bool(np.all(margin > 0))
-    reason = "" if ok else "c_i <= 0 for block(s) " + ", ".join(str(i) for i in np.flatnonzero(margin <= 0))
+    reason = (
+        ""
+        if ok
+        else "c_i <= 0 for block(s) " + ", ".join(str(i) for i in np.flatnonzero(margin <= 0))
+    )
     return Certificate(ok, reason, descent, margin, gamma, alpha, beta)
 
 
@@ -334,7 +351,7 @@ def suggest_rho(
     max_tries: int = 80,
     **kwargs: Any,
 ) -> tuple[float, Certificate]:
-    """Smallest ``rho = rho_min * grow^t`` (same on every row) that passes :func:`descent_certificate`.
+    """Smallest ``rho = rho_min * grow^t`` (one for every row) passing :func:`descent_certificate`.
 
     Args:
         blocks: The blocks.
@@ -359,10 +376,16 @@ def suggest_rho(
         cert = descent_certificate(solver)
         if cert.ok:
             return rho, cert
-        if "fails" in cert.reason or "dual_step" in cert.reason or "no anti-diagonal" in cert.reason:
+        if (
+            "fails" in cert.reason
+            or "dual_step" in cert.reason
+            or "no anti-diagonal" in cert.reason
+        ):
             break
         rho *= grow
-    raise ValueError(f"no penalty on the grid passes the certificate: {cert.reason if cert else ''}")
+    raise ValueError(
+        f"no penalty on the grid passes the certificate: {cert.reason if cert else ''}"
+    )
 
 
 def jacobi_tau(A: BlockMatrix, rho: float | Sequence[float]) -> list[float]:
@@ -407,7 +430,9 @@ def iteration_spectral_radius(solver: ProximalADMM, *, unit_tol: float = 1e-8) -
     A = solver.A
     for i, st in enumerate(solver._states):
         if not st.block.is_quadratic or st.mode not in ("quad", "gradient"):
-            raise ValueError(f"block {i} is not a quadratic with a linear update; the map is not affine")
+            raise ValueError(
+                f"block {i} is not a quadratic with a linear update; the map is not affine"
+            )
     nx, nl = sum(A.col_sizes), sum(A.row_sizes)
     n = nx + nl
     if n > DENSE_LIMIT:
