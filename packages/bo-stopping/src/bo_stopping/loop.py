@@ -28,19 +28,21 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.exceptions.errors import ModelFittingError
+from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
 from botorch.optim import optimize_acqf, optimize_acqf_discrete
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from icml26_core.validation import check_float, check_int
 from torch import Tensor
 
 from bo_stopping.acquisition import LogExpectedImprovementPerCost, PandoraBoxGittinsIndex
 from bo_stopping.costs import CostFunction, ModelledCost, as_cost
 from bo_stopping.stopping import BOState, StoppingRule
 
-__all__ = ["ACQUISITIONS", "BOResult", "fit_gp", "run_bo"]
+__all__ = ["ACQUISITIONS", "BOResult", "GPFittingWarning", "fit_gp", "run_bo"]
 
 ACQUISITIONS = ("pbgi", "logeipc", "logei")
 """Acquisitions known by name: PBGI, LogEI per cost, and BoTorch's cost-unaware LogEI."""
@@ -96,30 +98,71 @@ class BOResult:
         return self.stopped_at if step is None else step
 
 
+class GPFittingWarning(RuntimeWarning):
+    """Fitting the GP's hyperparameters failed; the model keeps its prior values."""
+
+
 def fit_gp(X: Tensor, Y: Tensor, bounds: Tensor) -> SingleTaskGP:
-    """Fit BoTorch's ``SingleTaskGP`` (Matern-5/2 ARD, inferred noise) by marginal likelihood.
+    """Fit BoTorch's ``SingleTaskGP`` with its default priors by marginal likelihood.
+
+    The model is BoTorch's default ``SingleTaskGP`` (BoTorch >= 0.12): an RBF kernel
+    with one lengthscale per input (ARD) under the dimension-scaled log-normal prior
+    of Hvarfner et al. (2024), a constant mean, and a Gaussian likelihood whose noise
+    is inferred; inputs normalized to ``bounds``, outputs standardized. Hyperparameters
+    are fitted by ``fit_gpytorch_mll`` (L-BFGS-B on the marginal log-likelihood).
 
     Args:
-        X: ``(n, d)`` inputs in the original space.
-        Y: ``(n,)`` or ``(n, 1)`` observations.
+        X: ``(n, d)`` inputs in the original space, float32/float64, finite, n >= 1.
+        Y: ``(n,)`` or ``(n, 1)`` observations, finite, objective units.
         bounds: ``(2, d)`` search-space bounds, used to normalize inputs.
 
     Returns:
-        The fitted model (outputs standardized internally, predictions in original units).
+        The fitted model (predictions in original units).
+
+    Raises:
+        ValueError: On wrong shapes, NaN or infinite entries, or ``n = 0``.
+
+    Warns:
+        GPFittingWarning: If every fitting attempt failed (BoTorch's
+            ``ModelFittingError``); the model is returned with its prior
+            hyperparameters, which is usually still usable but worth knowing.
     """
+    X = torch.as_tensor(X)
+    if X.ndim != 2 or X.shape[0] < 1:
+        raise ValueError(f"X must have shape (n, d) with n >= 1, got {tuple(X.shape)}")
+    if not X.is_floating_point():
+        raise ValueError(f"X must be a floating-point tensor, got {X.dtype}")
+    Y = torch.as_tensor(Y, dtype=X.dtype, device=X.device).reshape(-1, 1)
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"Y has {Y.shape[0]} values but X has {X.shape[0]} rows")
+    bounds = _check_bounds(bounds, X.dtype, X.device)
+    if bounds.shape[1] != X.shape[1]:
+        raise ValueError(f"bounds has {bounds.shape[1]} columns but X has {X.shape[1]}")
+    for name, t in (("X", X), ("Y", Y)):
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(
+                f"{name} must be finite; it has {int((~torch.isfinite(t)).sum())} "
+                "NaN or infinite entries"
+            )
     model = SingleTaskGP(
         X,
-        Y.reshape(-1, 1),
+        Y,
         input_transform=Normalize(d=X.shape[-1], bounds=bounds),
         outcome_transform=Standardize(m=1),
     )
     mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
+    try:
+        with warnings.catch_warnings():
+            # BoTorch retries a non-converged fit itself; only its final failure matters
+            warnings.simplefilter("ignore", OptimizationWarning)
             fit_gpytorch_mll(mll)
-        except ModelFittingError:
-            pass  # keep the prior hyperparameters; the loop can still proceed
+    except ModelFittingError as err:
+        warnings.warn(
+            f"GP hyperparameter fitting failed on {X.shape[0]} points ({err}); "
+            "keeping the prior hyperparameters",
+            GPFittingWarning,
+            stacklevel=2,
+        )
     return model
 
 
@@ -186,6 +229,7 @@ def run_bo(
     progress: bool | Callable[..., Iterable[int]] = False,
     dtype: torch.dtype = torch.float64,
     device: str | torch.device | None = None,
+    fit_model: Callable[[Tensor, Tensor, Tensor], Any] = fit_gp,
 ) -> BOResult:
     """Maximize ``objective`` over a box by Bayesian optimization with cost-aware stopping.
 
@@ -216,6 +260,9 @@ def run_bo(
         progress: True for a progress bar, or ``progress(iterable, description)``.
         dtype: Floating dtype of the model (float64 recommended).
         device: Torch device of the model and data.
+        fit_model: ``fit_model(X, Y, bounds) -> Model`` builds the surrogate at each
+            step from ``(n, d)`` inputs and ``(n,)`` values (default :func:`fit_gp`);
+            e.g. a GP with known hyperparameters.
 
     Returns:
         A :class:`BOResult`.
@@ -242,15 +289,14 @@ def run_bo(
         raise ValueError(
             f"acquisition must be one of {ACQUISITIONS} or a callable, got {acquisition!r}"
         )
-    if (
-        isinstance(max_evaluations, bool)
-        or not isinstance(max_evaluations, int)
-        or max_evaluations < 0
-    ):
-        raise ValueError(f"max_evaluations must be an int >= 0, got {max_evaluations!r}")
-    n_init = 2 * (d + 1) if n_init is None else n_init
-    if isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 2:
-        raise ValueError(f"n_init must be an int >= 2, got {n_init!r}")
+    max_evaluations = check_int("max_evaluations", max_evaluations, low=0)
+    n_init = check_int("n_init", 2 * (d + 1) if n_init is None else n_init, low=2)
+    num_restarts = check_int("num_restarts", num_restarts, low=1)
+    raw_samples = check_int("raw_samples", raw_samples, low=1)
+    seed = check_int("seed", seed, low=0)
+    lmbda = check_float("lmbda", lmbda, low=0.0, low_inclusive=False)
+    if not callable(fit_model):
+        raise TypeError(f"fit_model must be callable, got {type(fit_model).__name__}")
     names = [r.name for r in monitor]
     if len(set(names)) != len(names):
         raise ValueError(f"monitored rules must have distinct names, got {names}")
@@ -324,7 +370,7 @@ def run_bo(
             X = torch.stack(xs)
             Y = torch.tensor(ys, dtype=dtype, device=dev)
             C = torch.tensor(cs, dtype=dtype, device=dev)
-            model = fit_gp(X, Y, b)
+            model = fit_model(X, Y, b)
             cost_fn = ModelledCost(X, C, b) if observed else known_cost
             best_f = Y.max()
             acqf = _make_acquisition(acquisition, model, best_f, cost_fn, lmbda)
