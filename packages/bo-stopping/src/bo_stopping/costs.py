@@ -15,7 +15,6 @@ fitted GP of the cost or of its logarithm) through :class:`ModelCost`, and an
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -109,32 +108,40 @@ class ModelledCost(CostFunction):
         X: ``(n, d)`` evaluated points.
         costs: ``(n,)`` or ``(n, 1)`` observed costs, > 0.
         bounds: ``(2, d)`` lower and upper bounds of the search space.
+        hyperparameters_from: A previous :class:`ModelledCost` whose GP
+            hyperparameters start (or, with ``optimize=False``, replace) the fit.
+        optimize: Fit the hyperparameters (see :func:`bo_stopping.fit_gp`).
 
     Raises:
         ValueError: If a cost is not finite and > 0 or the shapes disagree.
     """
 
-    def __init__(self, X: Tensor, costs: Tensor, bounds: Tensor) -> None:
+    def __init__(
+        self,
+        X: Tensor,
+        costs: Tensor,
+        bounds: Tensor,
+        *,
+        hyperparameters_from: ModelledCost | None = None,
+        optimize: bool = True,
+    ) -> None:
         super().__init__()
-        from botorch.fit import fit_gpytorch_mll
-        from botorch.models import SingleTaskGP
-        from botorch.models.transforms import Normalize, Standardize
-        from gpytorch.mlls import ExactMarginalLogLikelihood
+        from bo_stopping.gp import fit_gp
 
         costs = costs.reshape(-1, 1).to(X)
         if costs.shape[0] != X.shape[0]:
             raise ValueError(f"costs has {costs.shape[0]} entries but X has {X.shape[0]} rows")
         if not torch.all(torch.isfinite(costs) & (costs > 0)):
             raise ValueError("observed costs must be finite and > 0")
-        self.model = SingleTaskGP(
+        self.model = fit_gp(
             X,
             torch.log(costs),
-            input_transform=Normalize(d=X.shape[-1], bounds=bounds.to(X)),
-            outcome_transform=Standardize(m=1),
+            bounds.to(X),
+            hyperparameters_from=None
+            if hyperparameters_from is None
+            else hyperparameters_from.model,
+            optimize=optimize,
         )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(self.model.likelihood, self.model))
 
     def log_cost(self, X: Tensor) -> Tensor:
         """Return the posterior mean of ``log c`` at ``X`` (``(..., d)`` -> ``(...)``)."""

@@ -27,19 +27,14 @@ import numpy as np
 import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import LogExpectedImprovement
-from botorch.exceptions.errors import ModelFittingError
-from botorch.exceptions.warnings import OptimizationWarning
-from botorch.fit import fit_gpytorch_mll
-from botorch.models import SingleTaskGP
-from botorch.models.transforms import Normalize, Standardize
 from botorch.optim import optimize_acqf, optimize_acqf_discrete
 from botorch.utils.sampling import draw_sobol_samples
-from gpytorch.mlls import ExactMarginalLogLikelihood
 from icml26_core.validation import check_float, check_int
 from torch import Tensor
 
 from bo_stopping.acquisition import LogExpectedImprovementPerCost, PandoraBoxGittinsIndex
 from bo_stopping.costs import CostFunction, ModelledCost, as_cost
+from bo_stopping.gp import GPFittingWarning, check_bounds, fit_gp
 from bo_stopping.stopping import BOState, StoppingRule
 
 __all__ = ["ACQUISITIONS", "BOResult", "GPFittingWarning", "fit_gp", "run_bo"]
@@ -98,86 +93,6 @@ class BOResult:
         return self.stopped_at if step is None else step
 
 
-class GPFittingWarning(RuntimeWarning):
-    """Fitting the GP's hyperparameters failed; the model keeps its prior values."""
-
-
-def fit_gp(X: Tensor, Y: Tensor, bounds: Tensor) -> SingleTaskGP:
-    """Fit BoTorch's ``SingleTaskGP`` with its default priors by marginal likelihood.
-
-    The model is BoTorch's default ``SingleTaskGP`` (BoTorch >= 0.12): an RBF kernel
-    with one lengthscale per input (ARD) under the dimension-scaled log-normal prior
-    of Hvarfner et al. (2024), a constant mean, and a Gaussian likelihood whose noise
-    is inferred; inputs normalized to ``bounds``, outputs standardized. Hyperparameters
-    are fitted by ``fit_gpytorch_mll`` (L-BFGS-B on the marginal log-likelihood).
-
-    Args:
-        X: ``(n, d)`` inputs in the original space, float32/float64, finite, n >= 1.
-        Y: ``(n,)`` or ``(n, 1)`` observations, finite, objective units.
-        bounds: ``(2, d)`` search-space bounds, used to normalize inputs.
-
-    Returns:
-        The fitted model (predictions in original units).
-
-    Raises:
-        ValueError: On wrong shapes, NaN or infinite entries, or ``n = 0``.
-
-    Warns:
-        GPFittingWarning: If every fitting attempt failed (BoTorch's
-            ``ModelFittingError``); the model is returned with its prior
-            hyperparameters, which is usually still usable but worth knowing.
-    """
-    X = torch.as_tensor(X)
-    if X.ndim != 2 or X.shape[0] < 1:
-        raise ValueError(f"X must have shape (n, d) with n >= 1, got {tuple(X.shape)}")
-    if not X.is_floating_point():
-        raise ValueError(f"X must be a floating-point tensor, got {X.dtype}")
-    Y = torch.as_tensor(Y, dtype=X.dtype, device=X.device).reshape(-1, 1)
-    if Y.shape[0] != X.shape[0]:
-        raise ValueError(f"Y has {Y.shape[0]} values but X has {X.shape[0]} rows")
-    bounds = _check_bounds(bounds, X.dtype, X.device)
-    if bounds.shape[1] != X.shape[1]:
-        raise ValueError(f"bounds has {bounds.shape[1]} columns but X has {X.shape[1]}")
-    for name, t in (("X", X), ("Y", Y)):
-        if not bool(torch.isfinite(t).all()):
-            raise ValueError(
-                f"{name} must be finite; it has {int((~torch.isfinite(t)).sum())} "
-                "NaN or infinite entries"
-            )
-    model = SingleTaskGP(
-        X,
-        Y,
-        input_transform=Normalize(d=X.shape[-1], bounds=bounds),
-        outcome_transform=Standardize(m=1),
-    )
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    try:
-        with warnings.catch_warnings():
-            # BoTorch retries a non-converged fit itself; only its final failure matters
-            warnings.simplefilter("ignore", OptimizationWarning)
-            fit_gpytorch_mll(mll)
-    except ModelFittingError as err:
-        warnings.warn(
-            f"GP hyperparameter fitting failed on {X.shape[0]} points ({err}); "
-            "keeping the prior hyperparameters",
-            GPFittingWarning,
-            stacklevel=2,
-        )
-    return model
-
-
-def _check_bounds(bounds: Any, dtype: torch.dtype, device: torch.device | None) -> Tensor:
-    b = torch.as_tensor(bounds, dtype=dtype, device=device)
-    if b.ndim != 2 or b.shape[0] != 2 or b.shape[1] < 1:
-        raise ValueError(f"bounds must have shape (2, d) with d >= 1, got {tuple(b.shape)}")
-    if not torch.all(torch.isfinite(b)):
-        raise ValueError("bounds must be finite")
-    if not torch.all(b[0] < b[1]):
-        bad = torch.nonzero(b[0] >= b[1]).flatten().tolist()
-        raise ValueError(f"bounds must have lower < upper in every dimension; violated at {bad}")
-    return b
-
-
 def _as_float(value: Any, what: str, x: Tensor) -> float:
     try:
         v = float(value)
@@ -230,6 +145,7 @@ def run_bo(
     dtype: torch.dtype = torch.float64,
     device: str | torch.device | None = None,
     fit_model: Callable[[Tensor, Tensor, Tensor], Any] = fit_gp,
+    refit_every: int = 1,
 ) -> BOResult:
     """Maximize ``objective`` over a box by Bayesian optimization with cost-aware stopping.
 
@@ -263,6 +179,10 @@ def run_bo(
         fit_model: ``fit_model(X, Y, bounds) -> Model`` builds the surrogate at each
             step from ``(n, d)`` inputs and ``(n,)`` values (default :func:`fit_gp`);
             e.g. a GP with known hyperparameters.
+        refit_every: With the default ``fit_gp`` (and for the observed-cost GP),
+            re-estimate the hyperparameters every ``refit_every`` steps, warm-started
+            from the last fit; in between the GP is only conditioned on the new data
+            with the last hyperparameters (1: refit at every step).
 
     Returns:
         A :class:`BOResult`.
@@ -283,7 +203,7 @@ def run_bo(
     if not callable(objective):
         raise TypeError(f"objective must be callable, got {type(objective).__name__}")
     dev = torch.device(device) if device is not None else None
-    b = _check_bounds(bounds, dtype, dev)
+    b = check_bounds(bounds, dtype, dev)
     d = b.shape[1]
     if isinstance(acquisition, str) and acquisition not in ACQUISITIONS:
         raise ValueError(
@@ -295,6 +215,7 @@ def run_bo(
     raw_samples = check_int("raw_samples", raw_samples, low=1)
     seed = check_int("seed", seed, low=0)
     lmbda = check_float("lmbda", lmbda, low=0.0, low_inclusive=False)
+    refit_every = check_int("refit_every", refit_every, low=1)
     if not callable(fit_model):
         raise TypeError(f"fit_model must be callable, got {type(fit_model).__name__}")
     names = [r.name for r in monitor]
@@ -362,6 +283,8 @@ def run_bo(
         acq_values: list[float] = []
         stop_reason = "max_evaluations"
         k = 0
+        model: Any = None
+        cost_fn: Any = None
         # the last pass only asks the rules, so the bar counts evaluations
         for k in _progress(range(max_evaluations + 1), progress, max(max_evaluations, 1)):
             if remaining is not None and not bool(remaining.any()):
@@ -370,8 +293,17 @@ def run_bo(
             X = torch.stack(xs)
             Y = torch.tensor(ys, dtype=dtype, device=dev)
             C = torch.tensor(cs, dtype=dtype, device=dev)
-            model = fit_model(X, Y, b)
-            cost_fn = ModelledCost(X, C, b) if observed else known_cost
+            refit = k % refit_every == 0
+            if fit_model is fit_gp:
+                model = fit_gp(X, Y, b, hyperparameters_from=model, optimize=refit or model is None)
+            else:
+                model = fit_model(X, Y, b)
+            if observed:
+                cost_fn = ModelledCost(
+                    X, C, b, hyperparameters_from=cost_fn, optimize=refit or cost_fn is None
+                )
+            else:
+                cost_fn = known_cost
             best_f = Y.max()
             acqf = _make_acquisition(acquisition, model, best_f, cost_fn, lmbda)
             # reseed per step: the trajectory must not depend on what monitored rules draw
