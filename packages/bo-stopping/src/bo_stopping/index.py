@@ -76,11 +76,11 @@ def log_h(u: Tensor) -> Tensor:
         raise TypeError(f"u must be float32 or float64, got {u.dtype}")
     cut = -1.0
     big = -1e6 if u.dtype == torch.float64 else -1e3
-    u_up = u.clamp_min(cut)
+    u_up = u.masked_fill(u < cut, cut)  # masked_fill keeps gradients at the cut
     phi_up = torch.exp(log_phi(u_up))
     log_up = torch.log(phi_up + u_up * torch.special.ndtr(u_up))
-    u_lo = u.clamp_max(cut)
-    z = -u_lo.clamp_min(big)  # in [1, 1e6]: the Mills-ratio branch
+    u_lo = u.masked_fill(u > cut, cut)
+    z = -u_lo.masked_fill(u_lo < big, big)  # in [1, 1e6]: the Mills-ratio branch
     log_zr = torch.log(z) + _LOG_SQRT_PI_OVER_2 + torch.log(torch.special.erfcx(z / math.sqrt(2)))
     tail = torch.where(
         u_lo > big, log1mexp(log_zr.clamp_max(-torch.finfo(u.dtype).tiny)), -2 * torch.log(-u_lo)
