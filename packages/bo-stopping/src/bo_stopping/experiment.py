@@ -229,7 +229,7 @@ def _settings(ctx: RunContext) -> list[dict[str, Any]]:
     ]
     fns = [
         {"setting": f"{f}-4d", "kind": "fn", "function": f, "dim": 4, "cost": "heterogeneous"}
-        for f in ctx.pick(["levy"], ["levy", "ackley"], ["levy", "ackley", "rosenbrock"])
+        for f in ctx.pick([], ["levy", "ackley"], ["levy", "ackley", "rosenbrock"])
     ]
     hpo = [
         {"setting": f"hgb-{ds}", "kind": "hpo", "dataset": ds, "cost": "measured"}
