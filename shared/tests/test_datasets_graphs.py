@@ -240,15 +240,15 @@ def test_nodes_edges_labels_of_a_package(fakepkg):
     def edge(a, b):
         return (idx[f"fakepkg_icml26.{a}"], idx[f"fakepkg_icml26.{b}"]) in pairs
 
-    assert edge("beta.m0", "alpha.m3")           # relative import across subpackages
-    assert edge("beta.m0", "tiny.m1")            # absolute dotted import
+    assert edge("beta.m0", "alpha.m3")  # relative import across subpackages
+    assert edge("beta.m0", "tiny.m1")  # absolute dotted import
     assert edge("alpha.m0", "util") and edge("alpha.m2", "alpha.m1")
     util = idx["fakepkg_icml26.util"]
     neighbours = {g.node_names[b] for a, b in pairs if a == util}
     assert neighbours == {"fakepkg_icml26.alpha.m0", "fakepkg_icml26.tiny.m0"}  # not os
     assert g.meta["package"] == fakepkg and "not a citation graph" in g.meta["description"]
     col = g.feature_names.index("helper") if "helper" in g.feature_names else None
-    assert col is None or g.x[idx["fakepkg_icml26.util"], col] == 1.0
+    assert col is None or g.x[idx["fakepkg_icml26.util"], col] == 1.0  # exact: 0/1 indicator
 
 
 def test_import_graph_is_cached_per_version(fakepkg, tmp_path, monkeypatch):

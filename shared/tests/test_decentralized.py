@@ -31,9 +31,11 @@ def test_topologies_and_mixing_need_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from icml26_core.decentralized import topology, mixing_matrix, spectrum;"
-            "spectrum(mixing_matrix(topology('ring', 5)));"
-            "assert 'torch' not in sys.modules, 'torch imported for numpy-only pieces'")
+    code = (
+        "import sys; from icml26_core.decentralized import topology, mixing_matrix, spectrum;"
+        "spectrum(mixing_matrix(topology('ring', 5)));"
+        "assert 'torch' not in sys.modules, 'torch imported for numpy-only pieces'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -170,8 +172,15 @@ def _mean_sq_error(comp, x, draws, seed=0):
 
 @pytest.mark.parametrize(
     "comp",
-    [Identity(), TopK(0.1), TopK(k=7), RandomK(0.2), ScaledSign(), QSGD(4, unbiased=False),
-     QSGD(2, unbiased=False)],
+    [
+        Identity(),
+        TopK(0.1),
+        TopK(k=7),
+        RandomK(0.2),
+        ScaledSign(),
+        QSGD(4, unbiased=False),
+        QSGD(2, unbiased=False),
+    ],
     ids=repr,
 )
 def test_contraction_factor_holds(comp):
@@ -308,14 +317,18 @@ def _choco(net, x, compressor, rounds):
     x_hat, s = torch.zeros_like(x), torch.zeros_like(x)
     trace = []
     for _ in range(rounds):
-        x = 0.9 * net.mix(x)                         # a full-precision round
-        q = net.compress(x - x_hat, compressor)      # a compressed round
+        x = 0.9 * net.mix(x)  # a full-precision round
+        q = net.compress(x - x_hat, compressor)  # a compressed round
         x_hat = x_hat + q.decode()
         s = s + net.mix(q)
         x = x + 0.3 * (s - x_hat)
         trace.append(x.clone())
-    return {"trace": torch.stack(trace), "bits": net.bits_sent, "rounds": net.rounds,
-            "consensus": net.consensus_error(x)}
+    return {
+        "trace": torch.stack(trace),
+        "bits": net.bits_sent,
+        "rounds": net.rounds,
+        "consensus": net.consensus_error(x),
+    }
 
 
 def _compare_backends(world, name, compressors):
@@ -325,8 +338,9 @@ def _compare_backends(world, name, compressors):
         outs = spawn_local(_choco_trace, world, args=(W, x0, comp, 20, 7), timeout_s=120)
         sim = _choco(SimulatedNetwork(W, seed=7), torch.from_numpy(x0), comp, 20)
         for r in range(world):
-            np.testing.assert_allclose(outs[r]["trace"], sim["trace"][:, r].numpy(),
-                                       rtol=0, atol=1e-6)
+            np.testing.assert_allclose(
+                outs[r]["trace"], sim["trace"][:, r].numpy(), rtol=0, atol=1e-6
+            )
             assert outs[r]["bits"] == pytest.approx(sim["bits"][r])
             assert outs[r]["rounds"] == sim["rounds"] == 40
             assert outs[r]["consensus"] == pytest.approx(sim["consensus"], rel=1e-9)

@@ -108,8 +108,17 @@ def test_a_non_finite_loss_never_reaches_the_scheduler():
     made = []
     model = tiny_llama("1M")
     opt = torch.optim.SGD(model.parameters(), lr=1e8)
-    history = train_lm(model, TOKENS, None, steps=30, batch_size=2, seq_len=16, optimizer=opt,
-                       scheduler=lambda o: made.append(LossDamped(o)) or made[-1], grad_clip=None)
+    history = train_lm(
+        model,
+        TOKENS,
+        None,
+        steps=30,
+        batch_size=2,
+        seq_len=16,
+        optimizer=opt,
+        scheduler=lambda o: made.append(LossDamped(o)) or made[-1],
+        grad_clip=None,
+    )
     assert history.diverged and not math.isfinite(history.step_losses[-1])
     assert len(made[0].seen) == len(history.step_losses) - 1
     assert all(math.isfinite(v) for v in made[0].seen)
@@ -146,8 +155,16 @@ def test_task_models_train_only_what_was_asked_and_cache(tmp_path, monkeypatch):
     base = tiny_llama("1M", seed=0)
     before = {k: v.clone() for k, v in base.state_dict().items()}
     tasks = {**PAIRS, "text": TOKENS}
-    tm = finetune_task_models(base, tasks, tokenizer=ByteTokenizer(), top_layers=1, steps=20,
-                              batch_size=3, lr=3e-3, seq_len=16)
+    tm = finetune_task_models(
+        base,
+        tasks,
+        tokenizer=ByteTokenizer(),
+        top_layers=1,
+        steps=20,
+        batch_size=3,
+        lr=3e-3,
+        seq_len=16,
+    )
     assert tm.tasks == ("upper", "reverse", "text")
     for k, v in base.state_dict().items():  # the base is untouched
         assert torch.equal(v, before[k]), k
@@ -168,8 +185,16 @@ def test_task_models_train_only_what_was_asked_and_cache(tmp_path, monkeypatch):
     from icml26_core.lm import tasks as tasks_mod
 
     monkeypatch.setattr(tasks_mod, "_train_pairs", lambda *a, **k: pytest.fail("retrained"))
-    again = finetune_task_models(base, tasks, tokenizer=ByteTokenizer(), top_layers=1, steps=20,
-                                 batch_size=3, lr=3e-3, seq_len=16)
+    again = finetune_task_models(
+        base,
+        tasks,
+        tokenizer=ByteTokenizer(),
+        top_layers=1,
+        steps=20,
+        batch_size=3,
+        lr=3e-3,
+        seq_len=16,
+    )
     assert all(again.meta["loaded_from_cache"].values())
     for task in tm.tasks:
         for k, v in tm.params[task].items():
@@ -200,8 +225,7 @@ def test_task_model_bad_input():
     with pytest.raises(TypeError, match="tokenizer"):
         finetune_task_models(base, PAIRS, cache=False)
     with pytest.raises(TypeError, match="pairs"):
-        finetune_task_models(base, {"t": ["just a string"]}, tokenizer=ByteTokenizer(),
-                             cache=False)
+        finetune_task_models(base, {"t": ["just a string"]}, tokenizer=ByteTokenizer(), cache=False)
     with pytest.raises(ValueError, match="at least one"):
         finetune_task_models(base, {"t": []}, tokenizer=ByteTokenizer(), cache=False)
 
@@ -222,8 +246,13 @@ def test_listed_model_sizes_match_the_models():
         info = dataset_info("model", f"tiny_llama_{size.lower()}")
         assert f"{body:,} non-embedding" in info.shape
     names = [i.name for i in list_datasets("model")]
-    assert names == ["smollm2_135m_instruct", "tiny_llama_1m", "tiny_llama_3m", "tiny_llama_10m",
-                     "tiny_llama_30m"]
+    assert names == [
+        "smollm2_135m_instruct",
+        "tiny_llama_1m",
+        "tiny_llama_3m",
+        "tiny_llama_10m",
+        "tiny_llama_30m",
+    ]
     model, tok = load_model("tiny_llama_1m", seed=3)
     assert isinstance(tok, ByteTokenizer) and count_parameters(model) == tiny_llama_size("1M")[1]
     info = dataset_info("model", "smollm2_135m_instruct")

@@ -32,8 +32,10 @@ def main() -> int:
     ranks = [int(r) for r in args.ranks.split(",")]
     data = {"digits": digits(), "faces": faces(), "wikipedia tf-idf": wikipedia_tfidf()}
     warnings.simplefilter("ignore")
-    print(f"{'matrix':18} {'r':>3} {'estimator':24} {'rel. error':>10} {'median s':>9} "
-          f"{'speed-up vs sklearn [95% CI]':>30}")
+    print(
+        f"{'matrix':18} {'r':>3} {'estimator':24} {'rel. error':>10} {'median s':>9} "
+        f"{'speed-up vs sklearn [95% CI]':>30}"
+    )
     for name, X in data.items():
         x_norm = np.sqrt(squared_norm(X))
         for r in ranks:
@@ -43,23 +45,31 @@ def main() -> int:
                 def call():
                     model = make().fit(X)
                     errors[key] = model.reconstruction_err_ / x_norm
+
                 return call
 
             sk = fit(lambda r=r: NMF(r, random_state=0), "sklearn NMF (default)")
             with threadpool_limits(1):
                 for label, make in (
                     ("ENMF (paper)", lambda r=r: ENMF(r, random_state=0)),
-                    ("ENMF (extrapolated)",
-                     lambda r=r: ENMF(r, algorithm="extrapolated", random_state=0)),
+                    (
+                        "ENMF (extrapolated)",
+                        lambda r=r: ENMF(r, algorithm="extrapolated", random_state=0),
+                    ),
                 ):
-                    c = compare_times(fit(make, label), sk, repeats=args.repeats,
-                                      names=(label, "sklearn"))
+                    c = compare_times(
+                        fit(make, label), sk, repeats=args.repeats, names=(label, "sklearn")
+                    )
                     ev = c.speedup()
-                    print(f"{name:18} {r:>3} {label:24} {errors[label]:>10.5f} "
-                          f"{c.median_a:>9.3f} {ev.effect:>12.2f} [{ev.ci_low:.2f}, "
-                          f"{ev.ci_high:.2f}]")
-            print(f"{name:18} {r:>3} {'sklearn NMF (default)':24} "
-                  f"{errors['sklearn NMF (default)']:>10.5f} {c.median_b:>9.3f}")
+                    print(
+                        f"{name:18} {r:>3} {label:24} {errors[label]:>10.5f} "
+                        f"{c.median_a:>9.3f} {ev.effect:>12.2f} [{ev.ci_low:.2f}, "
+                        f"{ev.ci_high:.2f}]"
+                    )
+            print(
+                f"{name:18} {r:>3} {'sklearn NMF (default)':24} "
+                f"{errors['sklearn NMF (default)']:>10.5f} {c.median_b:>9.3f}"
+            )
     return 0
 
 

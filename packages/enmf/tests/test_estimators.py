@@ -21,12 +21,15 @@ def planted(rng, n=60, m=40, r=4):
     return W @ H, W, H
 
 
-@pytest.mark.parametrize("make", [
-    lambda **kw: ENMF(5, **kw),
-    lambda **kw: ENMF(5, algorithm="extrapolated", **kw),
-    lambda **kw: HALS(5, **kw),
-    lambda **kw: HALS(5, accelerated=True, extrapolate=True, **kw),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: ENMF(5, **kw),
+        lambda **kw: ENMF(5, algorithm="extrapolated", **kw),
+        lambda **kw: HALS(5, **kw),
+        lambda **kw: HALS(5, accelerated=True, extrapolate=True, **kw),
+    ],
+)
 def test_converges_to_kkt_point(make, rng):
     X = rng.random((80, 30))
     model = make(tol=1e-7, max_iter=5000, random_state=0)
@@ -34,7 +37,7 @@ def test_converges_to_kkt_point(make, rng):
     H = model.components_
     res = kkt_residuals(X, W, H)
     assert (W >= 0).all() and (H >= 0).all()
-    assert res.negativity == 0.0
+    assert res.negativity == 0.0  # exact: W, H are clipped at 0, no negative entry
     assert res.dual_W < 1e-5 and res.dual_H < 1e-5
     assert res.complementarity_W < 1e-5 and res.complementarity_H < 1e-5
     assert res.projected_gradient < 1e-5
@@ -110,7 +113,8 @@ def test_l1_penalty_makes_factors_sparser(rng):
     plain = ENMF(5, random_state=0, max_iter=500).fit(X)
     sparse = ENMF(5, random_state=0, max_iter=500, alpha_W=0.02, l1_ratio=1.0).fit(X)
     assert (sparse.components_ == 0).mean() + (sparse.transform(X) == 0).mean() > (
-        (plain.components_ == 0).mean() + (plain.transform(X) == 0).mean())
+        (plain.components_ == 0).mean() + (plain.transform(X) == 0).mean()
+    )
 
 
 def test_auto_rank_comes_from_custom_factors(rng):
@@ -145,10 +149,15 @@ def test_extreme_scales_fit_like_unit_scale(rng, scale):
     assert model.reconstruction_err_ / scale == pytest.approx(ref.reconstruction_err_, rel=1e-6)
     # the same factorization up to the scale split between W and H
     W_ref = ref.transform(X)
-    np.testing.assert_allclose((W / scale) @ model.components_, W_ref @ ref.components_,
-                               rtol=1e-5, atol=1e-8)
-    np.testing.assert_allclose((model.transform(X * scale) / scale) @ model.components_,
-                               W_ref @ ref.components_, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        (W / scale) @ model.components_, W_ref @ ref.components_, rtol=1e-5, atol=1e-8
+    )
+    np.testing.assert_allclose(
+        (model.transform(X * scale) / scale) @ model.components_,
+        W_ref @ ref.components_,
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_kullback_leibler_is_refused_with_a_pointer(rng):
@@ -225,13 +234,16 @@ def test_bad_input_raises_value_error_naming_it(X, kwargs, match):
         ENMF(**params).fit(X)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"n_components": 2.0}, "n_components must be an integer"),
-    ({"max_iter": 1.5}, "max_iter must be an integer"),
-    ({"tol": "small"}, "tol must be a real number"),
-    ({"accelerated": 1}, "accelerated must be a bool"),
-    ({"n_components": "many"}, "n_components must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_components": 2.0}, "n_components must be an integer"),
+        ({"max_iter": 1.5}, "max_iter must be an integer"),
+        ({"tol": "small"}, "tol must be a real number"),
+        ({"accelerated": 1}, "accelerated must be a bool"),
+        ({"n_components": "many"}, "n_components must be an integer"),
+    ],
+)
 def test_wrong_types_raise_type_error_naming_them(kwargs, match):
     with pytest.raises(TypeError, match=match):
         ENMF(**{"n_components": 2, **kwargs}).fit(np.ones((5, 4)))

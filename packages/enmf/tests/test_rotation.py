@@ -108,12 +108,15 @@ def test_exterior_point_keeps_the_svd_product(rng, rotation):
     np.testing.assert_allclose(rot.Q.T @ rot.Q, np.eye(3), atol=1e-10)
 
 
-@pytest.mark.parametrize(("kwargs", "error", "match"), [
-    ({"norm": "l3"}, ValueError, "norm must be one of"),
-    ({"max_iter": -1}, ValueError, "max_iter"),
-    ({"max_iter": 2.5}, TypeError, "max_iter"),
-    ({"tol": -1.0}, ValueError, "tol"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"norm": "l3"}, ValueError, "norm must be one of"),
+        ({"max_iter": -1}, ValueError, "max_iter"),
+        ({"max_iter": 2.5}, TypeError, "max_iter"),
+        ({"tol": -1.0}, ValueError, "tol"),
+    ],
+)
 def test_bad_arguments(rng, kwargs, error, match):
     U, V = rng.standard_normal((10, 2)), rng.standard_normal((8, 2))
     with pytest.raises(error, match=match):

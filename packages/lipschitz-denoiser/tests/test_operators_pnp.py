@@ -60,7 +60,7 @@ def test_kernels_are_normalised():
 
 def _contractive_denoiser():
     torch.manual_seed(0)
-    model = PermutationDenoiser(features=8, depth=3, lipschitz=0.9).double()
+    model = PermutationDenoiser(features=8, depth=3, lipschitz=0.9, grid=32).double()
     train_denoiser(model, torch.rand(32, 16, 16), steps=3, batch_size=8)
     return model.double().eval()
 
@@ -88,7 +88,11 @@ def test_pnp_fb_converges_to_one_point_from_any_start(op_name):
 
 def test_pnp_dr_converges_with_firmly_nonexpansive_denoiser():
     torch.manual_seed(0)
-    model = PermutationDenoiser(features=8, depth=3, lipschitz=0.6, max_skip=0.5).double().eval()
+    model = (
+        PermutationDenoiser(features=8, depth=3, lipschitz=0.6, max_skip=0.5, grid=32)
+        .double()
+        .eval()
+    )
     assert float(model.reflection_bound()) < 1.0
     op = _operators()["gaussian"]
     gen = torch.Generator().manual_seed(4)
@@ -103,7 +107,7 @@ def test_pnp_dr_converges_with_firmly_nonexpansive_denoiser():
 
 
 def test_bad_input_errors():
-    model = PermutationDenoiser(features=8, depth=3)
+    model = PermutationDenoiser(features=8, depth=3, grid=32, validate=True).eval()
     with pytest.raises(ValueError, match="channel"):
         model(torch.rand(1, 3, 16, 16), 0.1)
     with pytest.raises(ValueError, match="sigma"):
@@ -132,10 +136,20 @@ def test_bad_input_errors():
         DnCNN(features=8, depth=3)(torch.rand(1, 1, 8, 8), torch.tensor([0.1, -1.0]))
     with pytest.raises(ValueError, match="sigma must be >= 0"):
         train_denoiser(model, torch.rand(8, 8, 8), sigma=-0.1, steps=1)
+    with pytest.raises(ValueError, match="nonzero entry"):
+        Blur(torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="operator must be nonzero"):
+        pnp_forward_backward(torch.rand(1, 1, 8, 8), Mask(torch.zeros(8, 8)), lambda x: x)
+    with pytest.raises(ValueError, match="operator must be nonzero"):
+        pnp_douglas_rachford(torch.rand(1, 1, 8, 8), Mask(torch.zeros(8, 8)), lambda x: x)
+    with pytest.raises(TypeError, match="depth"):
+        PermutationDenoiser(depth=2.5)
+    with pytest.raises(ValueError, match="normalization"):
+        PermutationDenoiser(normalization="frobenius")
 
 
 def test_inputs_not_mutated():
-    model = PermutationDenoiser(features=8, depth=3).eval()
+    model = PermutationDenoiser(features=8, depth=3, grid=32).eval()
     x = torch.rand(1, 1, 16, 16)
     x0 = x.clone()
     op = Blur(gaussian_kernel(5, 1.0))

@@ -26,7 +26,11 @@ def ttt():
 
 def test_load_game_checks_what_searches_need():
     assert load_game("connect_four").num_distinct_actions() == 7
-    with pytest.raises(ValueError, match="chance mode"):
+    with pytest.raises(ValueError, match="information IMPERFECT_INFORMATION"):
+        load_game("kuhn_poker")
+    with pytest.raises(ValueError, match="dynamics SIMULTANEOUS"):
+        load_game("matrix_rps")
+    with pytest.raises(ValueError, match=r"utilities in \[-2, 2\]"):
         load_game("kuhn_poker")
     with pytest.raises(TypeError, match="game"):
         load_game(42)
@@ -53,7 +57,7 @@ def test_encode_and_mask(ttt):
 
 def test_solver_values(ttt):
     solver = MinimaxSolver(ttt)
-    assert solver.value(ttt.new_initial_state()) == 0.0
+    assert solver.value(ttt.new_initial_state()) == 0.0  # exact: a draw is the value 0
     assert len(solver.all_states()) == 4520  # non-terminal tic-tac-toe positions
     s = ttt.new_initial_state()
     for a in [0, 4, 8]:  # O to move: corners lose, edges draw
@@ -115,7 +119,7 @@ def test_selfplay_cache_roundtrip(tmp_path, monkeypatch):
 def test_wilson_interval():
     low, high = wilson_interval(0.5, 100)
     assert low == pytest.approx(0.4038, abs=1e-3) and high == pytest.approx(0.5962, abs=1e-3)
-    assert wilson_interval(1.0, 10)[1] == 1.0
+    assert wilson_interval(1.0, 10)[1] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="n must"):
         wilson_interval(0.5, 0)
 
@@ -148,3 +152,24 @@ def test_experiment_smoke(tmp_path, monkeypatch):
     result = check_experiment("rmcts", tmp_path / "out")
     assert {t.title.split(",")[0] for t in result.tables} == {"Tic-tac-toe", "Connect four"}
     assert result.figures == ["rmcts.png"]
+
+
+@pytest.mark.slow
+def test_trainer_adam_matches_torch_adam():
+    from rmcts.selfplay import _Adam
+
+    torch.manual_seed(0)
+    a, b = PolicyValueNet(27, 9, hidden=16, layers=1), PolicyValueNet(27, 9, hidden=16, layers=1)
+    b.load_state_dict(a.state_dict())
+    ours = _Adam(list(a.parameters()), lr=2e-3, weight_decay=1e-4)
+    ref = torch.optim.Adam(b.parameters(), lr=2e-3, weight_decay=1e-4)
+    x = torch.randn(32, 27)
+    for _ in range(20):
+        for net, opt in ((a, ours), (b, ref)):
+            logits, values = net(x)
+            loss = logits.square().mean() + values.square().mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6)

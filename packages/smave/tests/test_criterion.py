@@ -147,3 +147,38 @@ def test_small_riemannian_steps_ascend_monotonically(rng):
     assert np.all(np.diff(values) > -1e-12)
     assert values[-1] > values[0]
     assert norms[-1] < 0.5 * norms[0]
+
+
+def test_localize_widens_tied_neighbourhoods():
+    # three projected locations with 100 copies each: the k = 20 nearest of a centre are
+    # all tied; the neighbourhood must reach the next location and draw from the ball
+    from smave._localize import bandwidth_floor, localize
+
+    P_pool = np.repeat(np.array([[0.0], [1.0], [3.0]]), 100, axis=0)
+    pool = np.arange(300) + 1000  # indices into a larger sample
+    Pc = np.array([[0.0], [1.0], [3.0], [0.5]])
+    nbh = localize(cKDTree(P_pool), pool, P_pool, Pc, 20, 0.0, np.random.RandomState(0))
+    assert nbh.n_tied == 3 and nbh.n_widened >= 3 and nbh.n_degenerate == 0
+    np.testing.assert_allclose(nbh.bandwidth[:3], [1.0, 1.0, 2.0])
+    for j in range(3):
+        vals = np.unique(P_pool[nbh.neighbors[j] - 1000, 0])
+        assert vals.size >= 2  # spans d = 1 direction
+        assert np.all(np.abs(vals - Pc[j, 0]) <= nbh.bandwidth[j] + 1e-12)
+    # the centre halfway between two locations ends with both (tied at distance 0.5)
+    assert np.unique(P_pool[nbh.neighbors[3] - 1000, 0]).size == 2
+    assert nbh.bandwidth[3] == pytest.approx(0.5)
+    # the floor binds on a near-tie: all neighbours within 1e-6, floor 0.05
+    P2 = np.concatenate([1e-6 * np.arange(50), 0.01 * np.arange(1, 51) + 0.04])[:, None]
+    nb2 = localize(cKDTree(P2), np.arange(100), P2, P2[:1], 20, 0.05, np.random.RandomState(0))
+    assert nb2.bandwidth[0] >= 0.05 and nb2.n_widened == 1
+    # d = 1: V_1 r (2 pi)^(-1/2) = 50 / 1000 with V_1 = 2
+    assert bandwidth_floor(1000, 50, 1, 0.5) == pytest.approx(0.5 * 0.05 * np.sqrt(2 * np.pi) / 2)
+
+
+def test_localize_reports_a_degenerate_pool():
+    from smave._localize import localize
+
+    P = np.zeros((30, 1))
+    nbh = localize(cKDTree(P), np.arange(30), P, P[:2], 10, 0.0, np.random.RandomState(0))
+    assert nbh.n_degenerate == 2 and nbh.n_tied == 2
+    assert np.all(nbh.bandwidth > 0)

@@ -1,5 +1,8 @@
 """The estimators: scikit-learn conformance, recovery, baselines' algebra, bad input."""
 
+import warnings
+from functools import partial
+
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -150,18 +153,26 @@ def test_bad_input(rng, cls):
         cls().fit(Xn, y)
     with pytest.raises(ValueError, match="n_samples=20 is too few"):
         cls(n_neighbors=30).fit(X[:20], y[:20])
-    with pytest.raises(TypeError, match="n_components must be an int"):
+    with pytest.raises(TypeError, match="n_components must be an integer"):
         cls(n_components=1.5).fit(X, y)
-    with pytest.raises(ValueError, match="n_components must be >= 1"):
+    with pytest.raises(ValueError, match="n_components must be an integer >= 1"):
         cls(n_components=0).fit(X, y)
+    with pytest.raises(TypeError, match="y must be numeric"):
+        cls().fit(X, np.array(["a", "b"] * 30))
 
 
 def test_bad_hyperparameters(rng):
     X, y, _ = _single_index(rng, n=60)
     with pytest.raises(ValueError, match="variant must be one of"):
         SMAVE(variant="fast").fit(X, y)
-    with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
+    with pytest.raises(ValueError, match="learning_rate must be > 0"):
         SMAVE(learning_rate=-1.0).fit(X, y)
+    with pytest.raises(TypeError, match="max_iter must be an integer"):
+        SMAVE(max_iter=10.0).fit(X, y)
+    with pytest.raises(ValueError, match="bandwidth_floor must be >= 0"):
+        SMAVE(bandwidth_floor=-0.1).fit(X, y)
+    with pytest.raises(ValueError, match="init must be one of"):
+        SMAVE(init="pca").fit(X, y)
     with pytest.raises(ValueError, match="init must be"):
         RMAVE(init="pca").fit(X, y)
     with pytest.raises(TypeError, match="refine must be a bool"):
@@ -236,7 +247,14 @@ def test_localization_is_nearest_neighbours_in_the_projected_space(rng):
     from smave._init import moment_directions
 
     X, y, _ = _single_index(rng, n=300, noise=0.1)
-    est = SMAVE(variant="simplified", n_neighbors=20, neighbor_pool=1.0, max_iter=1).fit(X, y)
+    est = SMAVE(
+        variant="simplified",
+        n_neighbors=20,
+        neighbor_pool=1.0,
+        max_iter=1,
+        init="moments",
+        bandwidth_floor=0.0,
+    ).fit(X, y)
     loc = est.fixed_localization_
     Z = (X - est.mean_) @ est.whitening_
     P = Z @ moment_directions(Z, (y - y.mean()) / y.std(), 1)  # the start's projection
@@ -248,3 +266,159 @@ def test_localization_is_nearest_neighbours_in_the_projected_space(rng):
     ambient = np.argsort(((Z[:, None] - Z[None]) ** 2).sum(-1), axis=1)[:, :20]
     overlap = [len(set(a) & set(b)) for a, b in zip(ambient, loc.neighbors, strict=True)]
     assert np.mean(overlap) < 10
+    # with the bandwidth floor, neighbours lie within max(k-th distance, floor)
+    est = SMAVE(
+        variant="simplified",
+        n_neighbors=20,
+        neighbor_pool=1.0,
+        max_iter=1,
+        init="moments",
+        bandwidth_floor=2.0,
+    ).fit(X, y)
+    got = np.take_along_axis(dist, est.fixed_localization_.neighbors, axis=1)
+    assert np.all(got <= np.maximum(kth, est.bandwidth_floor_)[:, None] + 1e-9)
+    assert np.mean(np.max(got, axis=1) > kth + 1e-9) > 0.1  # the floor binds somewhere
+
+
+@pytest.mark.parametrize("cls", [SMAVE, OPG, RMAVE])
+def test_float32_is_preserved(rng, cls):
+    X, y, _ = _single_index(rng, n=300, noise=0.05)
+    cls = cls if cls is not SMAVE else partial(SMAVE, max_iter=60)
+    est = cls(random_state=0).fit(X.astype(np.float32), y.astype(np.float32))
+    assert est.components_.dtype == np.float32 and est.mean_.dtype == np.float32
+    Xt = est.transform(X.astype(np.float32))
+    assert Xt.dtype == np.float32
+    # the same subspace as a float64 fit (the computation runs in float64)
+    ref = cls(random_state=0).fit(X, y)
+    assert subspace_distance(est.components_, ref.components_) < 1e-4
+    assert ref.transform(X).dtype == np.float64
+    with warnings.catch_warnings():  # integer X of a Gaussian: some projected ties
+        warnings.simplefilter("ignore")
+        assert cls(random_state=0).fit(X.astype(int), y).components_.dtype == np.float64
+
+
+def test_object_y_of_numbers_is_accepted(rng):
+    X, y, _ = _single_index(rng, n=200, noise=0.05)
+    est = OPG().fit(X, y.astype(object))
+    np.testing.assert_allclose(est.components_, OPG().fit(X, y).components_)
+
+
+def test_discrete_integer_levels_recovered():
+    # raw integer covariates with 10 levels: tied projected distances made SMAVE's start
+    # and localization fail (distance 1.41, orthogonal) where OPG and RMAVE got 0.25, 0.21
+    from smave.synthetic import make_discrete_model
+
+    X, y, B0 = make_discrete_model("levels", "multi", 500, 4, np.random.default_rng(0))
+    d_smave = subspace_distance(SMAVE(2, random_state=0).fit(X, y).components_, B0)
+    d_rmave = subspace_distance(RMAVE(2).fit(X, y).components_, B0)
+    assert d_smave < 0.4
+    assert d_smave < 1.5 * d_rmave
+
+
+def test_duplicated_rows_count_as_locations(rng):
+    # 10 copies of each of 150 rows: the bandwidth counts distinct locations, so the
+    # estimate from the duplicated sample is as good as from the 150 rows themselves
+    X, y, B0 = _single_index(rng, n=150, p=5, noise=0.05)
+    Xd, yd = np.repeat(X, 10, axis=0), np.repeat(y, 10) + 0.05 * rng.standard_normal(1500)
+    est = SMAVE(random_state=0).fit(Xd, yd)
+    assert est.n_distinct_rows_ == 150
+    assert subspace_distance(est.components_, B0) < 0.1
+
+
+def test_fully_tied_neighbourhoods_warn():
+    from smave import TiedNeighborsWarning
+
+    rng = np.random.default_rng(2)
+    X = np.column_stack([rng.integers(0, 3, 600), rng.standard_normal((600, 3))])
+    y = X[:, 0] + 0.1 * rng.standard_normal(600)
+    e0 = np.eye(4)[:1]
+    # localized once at the start e0, where the projection takes 3 values: every
+    # neighbourhood is tied, widened to reach the next level, and the user is told
+    with pytest.warns(TiedNeighborsWarning, match="distance zero"):
+        est = SMAVE(variant="simplified", init=e0, random_state=0).fit(X, y)
+    assert est.tied_fraction_ > 0.9
+    loc = est.fixed_localization_
+    levels = X[loc.neighbors, 0]
+    assert np.all(levels.max(axis=1) > levels.min(axis=1))  # every fit spans two levels
+    assert subspace_distance(est.components_, e0) < 0.05
+    # continuous data: no tie, no warning
+    Xc, yc, _ = _single_index(rng, n=500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TiedNeighborsWarning)
+        assert SMAVE(random_state=0).fit(Xc, yc).tied_fraction_ == 0.0  # exact: a count ratio, 0/n
+
+
+def test_auto_start_keeps_the_better_criterion(rng):
+    X, y, _ = _single_index(rng, n=600, noise=0.1)
+    est = SMAVE(random_state=0).fit(X, y)
+    scores = est.start_objective_
+    assert set(scores) == {"moments", "opg"}
+    assert est.init_ == max(scores, key=scores.get)
+    assert SMAVE(init="opg", random_state=0).fit(X, y).start_objective_ == {}
+
+
+def test_opg_start_on_all_centres_is_opg(rng):
+    from smave.baselines import opg_directions
+
+    X, y, _ = _single_index(rng, n=200, noise=0.05)
+    est = OPG().fit(X, y)
+    Z = (X - est.mean_) @ est.whitening_
+    ys = (y - y.mean()) / y.std()
+    B = opg_directions(Z, ys, 1, np.random.RandomState(0), n_centers=500)  # n <= n_centers
+    np.testing.assert_allclose(np.abs(B.T @ est.basis_whitened_), 1.0, atol=1e-10)
+
+
+def test_opg_matches_brute_force(rng):
+    # OPG against an explicit per-point weighted least-squares loop (Xia et al. 2002)
+    from scipy.spatial import cKDTree
+    from smave._base import orthonormal_rows
+
+    X, y, _ = _single_index(rng, n=120, p=4, noise=0.1)
+    est = OPG(n_components=2, n_neighbors=15, ridge=0.05).fit(X, y)
+    Z, _, W = whitening(X)
+    ys = (y - y.mean()) / y.std()
+    dist, nb = cKDTree(Z).query(Z, k=15)
+    M = np.zeros((4, 4))
+    for j in range(120):
+        h = dist[j].max()
+        w = np.exp(-0.5 * (dist[j] / h) ** 2)
+        w /= w.sum()
+        D = np.column_stack([np.ones(15), Z[nb[j]] - Z[j]])
+        A = D.T @ (w[:, None] * D) + np.diag([0.0, *[0.05 * h**2] * 4])
+        b = np.linalg.solve(A, D.T @ (w * ys[nb[j]]))[1:]
+        M += np.outer(b, b) / 120
+    V = np.linalg.eigh(M)[1][:, ::-1][:, :2]
+    assert subspace_distance(est.components_, orthonormal_rows(W, V)) < 1e-8
+
+
+def test_rmave_iterations_match_brute_force(rng):
+    # Three RMAVE iterations against an explicit implementation of Xia et al.'s refined
+    # MAVE: dense projected Gaussian weights over all pairs, a weighted local linear fit
+    # per centre, then the B-step as one least-squares problem over all pairs (i, j)
+    from smave._base import orthonormal_rows
+
+    n, p, d, ridge, iters = 40, 3, 2, 0.01, 3
+    X = rng.standard_normal((n, p))
+    y = X[:, 0] ** 2 + np.sin(X[:, 1]) + 0.1 * rng.standard_normal(n)
+    init = np.array([[1.0, 0.2, 0.0], [0.0, 1.0, 0.3]])
+    est = RMAVE(d, init=init, max_iter=iters, tol=0.0, ridge=ridge).fit(X, y)
+    Z, _, W = whitening(X)
+    ys = (y - y.mean()) / y.std()
+    B, _ = np.linalg.qr(np.linalg.pinv(W) @ init.T)
+    h = (4.0 / (d + 2)) ** (1.0 / (d + 4)) * n ** (-1.0 / (d + 4))
+    for _ in range(iters):
+        P = Z @ B
+        K = np.exp(-0.5 * ((P[:, None] - P[None]) ** 2).sum(-1) / h**2)
+        Wt = K / K.sum(1, keepdims=True)  # Wt[j, i]: weight of point i at centre j
+        rows, rhs = [], []
+        for j in range(n):
+            D1 = np.column_stack([np.ones(n), P - P[j]])
+            A = D1.T @ (Wt[j][:, None] * D1) + np.diag([0.0] + [ridge * h**2] * d)
+            a, *b = np.linalg.solve(A, D1.T @ (Wt[j] * ys))
+            for i in range(n):
+                sw = np.sqrt(Wt[j, i])
+                rows.append(sw * np.kron(b, Z[i] - Z[j]))  # vec((z_i - z_j) b^T), column-major
+                rhs.append(sw * (ys[i] - a))
+        vecB = np.linalg.lstsq(np.asarray(rows), np.asarray(rhs), rcond=None)[0]
+        B, _ = np.linalg.qr(vecB.reshape(d, p).T)
+    assert subspace_distance(est.components_, orthonormal_rows(W, B)) < 1e-6

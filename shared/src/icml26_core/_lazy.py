@@ -10,13 +10,17 @@ class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
 
-def require(module: str, extra: str, *, package: str = "icml26-core") -> ModuleType:
+def require(
+    module: str, extra: str, *, package: str = "icml26-core", install: str | None = None
+) -> ModuleType:
     """Import ``module`` or raise an error that says which extra provides it.
 
     Args:
         module: Dotted module name, e.g. ``"sklearn.datasets"``.
         extra: Name of the extra that installs it, e.g. ``"data"``.
         package: Distribution that declares the extra.
+        install: The command to give instead of ``pip install 'package[extra]'`` (for
+            carriers that are installed apart, e.g. with ``--no-deps``).
 
     Returns:
         The imported module.
@@ -27,7 +31,7 @@ def require(module: str, extra: str, *, package: str = "icml26-core") -> ModuleT
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        how = install or f"pip install '{package}[{extra}]'"
         raise MissingExtraError(
-            f"{module!r} is needed here but is not installed; "
-            f"install it with: pip install '{package}[{extra}]'"
+            f"{module!r} is needed here but is not installed; install it with: {how}"
         ) from exc

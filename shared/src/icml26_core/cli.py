@@ -179,7 +179,23 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
     for col in ("kind", "name", "shape", "available", "load with", "license"):
         table.add_column(col, overflow="fold")
     missing = failed = 0
+    # --check loads every dataset (minutes on a cold cache): show which one is loading
+    bar = None
+    if args.check:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        bar = Progress(
+            TextColumn("loading {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=console,
+            transient=True,
+        )
+        bar.start()
+        task = bar.add_task("", total=len(infos))
     for info in infos:
+        if bar is not None:
+            bar.update(task, description=f"{info.kind}/{info.name}")
         if info.available():
             status = "[green]yes[/green]"
             if info.detail is not None:
@@ -197,8 +213,10 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
                     status = f"[red]load failed: {escape(f'{type(exc).__name__}: {exc}')}[/red]"
         else:
             missing += 1
-            hint = escape(f"pip install 'icml26-core[{info.extra}]'")
+            hint = escape(info.install_hint)
             status = f"[yellow]no: {hint}[/yellow]"
+        if bar is not None:
+            bar.advance(task)
         table.add_row(
             info.kind,
             info.name,
@@ -207,6 +225,8 @@ def _cmd_data(args: argparse.Namespace, console: Console) -> int:
             escape(info.call),
             escape(info.license),
         )
+    if bar is not None:
+        bar.stop()
     console.print(table)
     console.print(
         f"[dim]{len(infos)} datasets, {len(infos) - missing} available here; "

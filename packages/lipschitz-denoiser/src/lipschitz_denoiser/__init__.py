@@ -3,8 +3,12 @@
 Public API:
     PermutationDenoiser: Lip(D) <= 1 from convex combinations of (signed) lattice
         permutations and 1-Lipschitz channel sorting.
-    PermutationConv2d, MaxMin: its layers; conv_operator_norm, schur_bound: layer norms.
-    DnCNN: the unconstrained / spectrally normalised baseline.
+    PermutationConv2d, MaxMin: its layers; conv_operator_norm, torus_norm_bound,
+        schur_bound: layer norms (exact on a lattice, provable on every lattice, loose).
+    DnCNN: our own DnCNN-style baseline (optionally with torch's spectral_norm).
+    as_deepinv_denoiser, deepinv_dncnn, jacobian_penalty: deepinv interoperability
+        (a ``deepinv.models.Denoiser`` wrapper; deepinv's DnCNN and the Jacobian penalty
+        of Pesquet et al. 2021 as baselines); deepinv is imported only when called.
     certify_lipschitz, adversarial_lipschitz, LipschitzCertificate: upper and lower bounds.
     Blur, Downsample, Mask, ImagingOperator, gaussian_kernel, motion_kernel: forward operators.
     pnp_forward_backward, pnp_douglas_rachford, PnPResult: plug-and-play reconstruction.
@@ -18,7 +22,14 @@ from lipschitz_denoiser.certify import (
     adversarial_lipschitz,
     certify_lipschitz,
 )
-from lipschitz_denoiser.layers import MaxMin, PermutationConv2d, conv_operator_norm, schur_bound
+from lipschitz_denoiser.deepinv_compat import as_deepinv_denoiser, deepinv_dncnn, jacobian_penalty
+from lipschitz_denoiser.layers import (
+    MaxMin,
+    PermutationConv2d,
+    conv_operator_norm,
+    schur_bound,
+    torus_norm_bound,
+)
 from lipschitz_denoiser.models import DnCNN, PermutationDenoiser
 from lipschitz_denoiser.operators import (
     Blur,
@@ -49,13 +60,17 @@ __all__ = [
     "PnPResult",
     "__version__",
     "adversarial_lipschitz",
+    "as_deepinv_denoiser",
     "certify_lipschitz",
     "conv_operator_norm",
+    "deepinv_dncnn",
     "gaussian_kernel",
+    "jacobian_penalty",
     "motion_kernel",
     "pnp_douglas_rachford",
     "pnp_forward_backward",
     "schur_bound",
+    "torus_norm_bound",
     "train_denoiser",
     "training_patches",
 ]

@@ -1,23 +1,45 @@
-"""Checks at the public boundary: clear errors naming the argument."""
+"""Checks at the public boundary: clear errors naming the argument.
+
+Shape and type checks read only metadata (no device synchronisation, traceable by
+``torch.compile``). Value checks (NaN/inf, negative noise levels) read the data, which
+synchronises an accelerator: the functions that run once per call (plug-and-play
+solvers, certificates, training) always make them; the models make them per forward
+only with ``validate=True`` (a debug mode), as ``torch.distributions`` does.
+"""
 
 from __future__ import annotations
 
 import math
 
 import torch
+from icml26_core.validation import check_float, check_int
 
-__all__ = ["check_image_batch", "check_noise_level", "check_positive_int"]
+__all__ = ["check_image_batch", "check_noise_level", "check_positive_int", "check_unit_interval"]
 
 
 def check_image_batch(
-    x: object, name: str, *, channels: int | None = None, min_size: int = 1
+    x: object,
+    name: str,
+    *,
+    channels: int | None = None,
+    min_size: int = 1,
+    allow_empty: bool = False,
+    check_values: bool = True,
 ) -> torch.Tensor:
-    """Return ``x`` if it is a finite float tensor (N, C, H, W); raise otherwise.
+    """Return ``x`` if it is a float tensor (N, C, H, W); raise otherwise.
+
+    Args:
+        x: The value given.
+        name: The argument's name, for messages.
+        channels: Required channel count, or None.
+        min_size: Smallest height and width.
+        allow_empty: Accept N = 0.
+        check_values: Also reject NaN/inf (reads the data).
 
     Raises:
         TypeError: If ``x`` is not a floating-point torch tensor.
         ValueError: If it is not 4-D, has the wrong channel count, is smaller than
-            ``min_size`` or holds NaN/inf.
+            ``min_size``, is empty (unless allowed) or holds NaN/inf.
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor (N, C, H, W), got {type(x).__name__}")
@@ -27,57 +49,73 @@ def check_image_batch(
         raise ValueError(f"{name} must be 4-D (N, C, H, W), got shape {tuple(x.shape)}")
     if channels is not None and x.shape[1] != channels:
         raise ValueError(f"{name} must have {channels} channel(s), got shape {tuple(x.shape)}")
-    if x.shape[0] < 1 or x.shape[-2] < min_size or x.shape[-1] < min_size:
+    if (x.shape[0] < 1 and not allow_empty) or x.shape[-2] < min_size or x.shape[-1] < min_size:
         raise ValueError(
-            f"{name} must hold at least one image of size >= {min_size} x {min_size}, "
-            f"got shape {tuple(x.shape)}"
+            f"{name} must hold {'' if allow_empty else 'at least one image '}images of size "
+            f">= {min_size} x {min_size}, got shape {tuple(x.shape)}"
         )
-    if not bool(torch.isfinite(x).all()):
+    if check_values and x.numel() and not bool(torch.isfinite(x).all()):
         raise ValueError(f"{name} contains NaN or inf")
     return x
 
 
-def check_noise_level(sigma: object, name: str, batch: int, like: torch.Tensor) -> torch.Tensor:
-    """Turn a noise level (float or (N,) tensor, >= 0) into a (N, 1, 1, 1) tensor like ``like``.
+def check_noise_level(
+    sigma: object, name: str, like: torch.Tensor, *, check_values: bool = True
+) -> torch.Tensor:
+    """Turn a noise level into a tensor that broadcasts to (N, 1, H, W), like ``like``.
+
+    Accepted: a real number >= 0; a tensor of shape (), (N,), (N, 1, 1, 1), or a
+    per-pixel map (N, 1, H, W) or (1, 1, H, W), in intensity units of [0, 1] images.
+
+    Args:
+        sigma: The value given.
+        name: The argument's name.
+        like: The image batch (N, C, H, W) the noise level belongs to.
+        check_values: Reject negative, NaN or inf entries of a tensor (reads the data;
+            Python numbers are always checked).
+
+    Returns:
+        A tensor of shape (N or 1, 1, 1 or H, 1 or W) in ``like``'s dtype and device.
 
     Raises:
         TypeError: If ``sigma`` is neither a real number nor a tensor.
-        ValueError: If it is negative, not finite or has the wrong length.
+        ValueError: If it is negative, not finite or of a shape that does not fit.
     """
-    if isinstance(sigma, bool) or not isinstance(sigma, int | float | torch.Tensor):
-        raise TypeError(f"{name} must be a float or a (N,) tensor, got {type(sigma).__name__}")
-    s = torch.as_tensor(sigma, dtype=like.dtype, device=like.device).reshape(-1)
-    if s.numel() == 1:
-        s = s.expand(batch)
-    if s.numel() != batch:
-        raise ValueError(f"{name} must be a scalar or have {batch} entries, got {s.numel()}")
-    if not bool(torch.isfinite(s).all()) or bool((s < 0).any()):
-        raise ValueError(
-            f"{name} must be finite and >= 0 (intensity units, [0, 1] images), got {sigma}"
+    n, _, h, w = like.shape
+    if isinstance(sigma, torch.Tensor):
+        s = sigma.to(dtype=like.dtype, device=like.device)
+        if s.ndim <= 1 and s.numel() in (1, n):
+            s = s.reshape(-1, 1, 1, 1)
+        elif not (
+            s.ndim == 4
+            and s.shape[0] in (1, n)
+            and s.shape[1] == 1
+            and s.shape[2] in (1, h)
+            and s.shape[3] in (1, w)
+        ):
+            raise ValueError(
+                f"{name} must be a float, an (N,) tensor or a noise map (N, 1, H, W) with "
+                f"N={n}, H={h}, W={w}; got shape {tuple(sigma.shape)}"
+            )
+        if check_values and s.numel() and not bool(((s >= 0) & torch.isfinite(s)).all()):
+            raise ValueError(f"{name} must be finite and >= 0 (intensity units, [0, 1] images)")
+        return s
+    if isinstance(sigma, bool) or not isinstance(sigma, int | float):
+        raise TypeError(
+            f"{name} must be a float, an (N,) tensor or a noise map, got {type(sigma).__name__}"
         )
-    return s.reshape(batch, 1, 1, 1)
+    value = check_float(name, sigma, low=0.0)
+    return torch.full((1, 1, 1, 1), value, dtype=like.dtype, device=like.device)
 
 
 def check_positive_int(value: object, name: str) -> int:
-    """Return ``value`` if it is a positive int.
-
-    Raises:
-        ValueError: Otherwise.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+    """Return ``value`` if it is a positive int (TypeError / ValueError otherwise)."""
+    return check_int(name, value, low=1)
 
 
-def check_unit_interval(value: object, name: str, *, open_left: bool = True) -> float:
-    """Return ``value`` as float if it lies in (0, 1] (or [0, 1]).
-
-    Raises:
-        ValueError: Otherwise.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a real number in (0, 1], got {value!r}")
-    lo_ok = value > 0 if open_left else value >= 0
-    if not lo_ok or value > 1:
-        raise ValueError(f"{name} must lie in {'(0' if open_left else '[0'}, 1], got {value!r}")
-    return float(value)
+def check_unit_interval(value: object, name: str) -> float:
+    """Return ``value`` as float if it lies in (0, 1] (TypeError / ValueError otherwise)."""
+    v = check_float(name, value, low=0.0, high=1.0, low_inclusive=False)
+    if not math.isfinite(v):  # pragma: no cover - check_float rejects it
+        raise ValueError(f"{name} must be finite")
+    return v

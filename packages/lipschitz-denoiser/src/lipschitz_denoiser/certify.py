@@ -22,13 +22,14 @@ class LipschitzCertificate:
     """Upper and lower bounds on the global Lipschitz constant of a denoiser (l2 -> l2).
 
     Attributes:
-        layer_bounds: Per-convolution bound used by the certificate: Schur's bound for
-            ``PermutationDenoiser`` (valid on every lattice), the exact norm on
-            ``image_size`` for ``DnCNN``.
+        layer_bounds: Per-convolution bound used by the certificate: for
+            ``PermutationDenoiser`` its layers' bound, valid on every lattice (the
+            spectral torus bound or Schur's); the exact norm on ``image_size`` for
+            ``DnCNN``; empty for other models.
         layer_norms: Exact per-convolution operator norms on ``image_size`` (FFT).
         certified_bound: Upper bound on Lip(D) from ``layer_bounds`` and the skip
             structure: ``(1 - theta) + theta rho prod`` (ours) or ``1 + prod`` (DnCNN,
-            residual ``x - R(x)``).
+            residual ``x - R(x)``); inf for other models (no certificate).
         lattice_bound: The same from ``layer_norms`` (tighter; for ``image_size`` only).
         reflection_bound: Bound on Lip(2D - I) (ours only, else None).
         empirical_lower_bound: Largest ratio ||D(x) - D(y)|| / ||x - y|| found.
@@ -136,8 +137,9 @@ def certify_lipschitz(
     (the constant channel does not enter the constant).
 
     Args:
-        model: A :class:`PermutationDenoiser` or :class:`DnCNN` (with or without
-            spectral normalisation).
+        model: A denoiser ``model(x, sigma)``. :class:`PermutationDenoiser` and
+            :class:`DnCNN` get a certificate; any other module gets only the
+            adversarial lower bound (``certified_bound`` inf).
         image_size: ``(H, W)`` of the lattice for exact norms and the search.
         inputs: Starting points (N, C, H, W) of the search, e.g. noisy images; default
             ``n_starts`` uniform random images of ``image_size``.
@@ -151,8 +153,9 @@ def certify_lipschitz(
         A :class:`LipschitzCertificate`.
 
     Raises:
-        TypeError: If ``model`` is not one of the supported classes.
-        ValueError: If ``sigma`` is missing for a model that needs it, or on bad sizes.
+        TypeError: If ``model`` is not an ``nn.Module``.
+        ValueError: If ``sigma`` is missing for a model that needs it, ``inputs`` is
+            missing for a model without a ``channels`` attribute, or on bad sizes.
 
     Example:
         >>> model = PermutationDenoiser(features=8, depth=3)
@@ -160,16 +163,13 @@ def certify_lipschitz(
         >>> cert.certified_bound <= 1.0 and cert.consistent
         True
     """
-    if not isinstance(model, PermutationDenoiser | DnCNN):
-        raise TypeError(
-            f"model must be a PermutationDenoiser or a DnCNN, got {type(model).__name__}"
-        )
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     h, w = (int(v) for v in image_size)
-    if h < model.kernel_size or w < model.kernel_size:
-        raise ValueError(
-            f"image_size {(h, w)} must be at least the kernel size {model.kernel_size}"
-        )
-    if model.noise_level_input and sigma is None:
+    ks = getattr(model, "kernel_size", 1)
+    if h < ks or w < ks:
+        raise ValueError(f"image_size {(h, w)} must be at least the kernel size {ks}")
+    if getattr(model, "noise_level_input", False) and sigma is None:
         raise ValueError("sigma is required: this model takes the noise level as an input")
     m = _prepare(model)
     if isinstance(m, PermutationDenoiser):
@@ -179,17 +179,23 @@ def certify_lipschitz(
         certified = float(m.lipschitz_bound(layer_bounds))
         lattice = float(m.lipschitz_bound(layer_norms))
         reflection: float | None = float(m.reflection_bound(layer_bounds))
-    else:
+    elif isinstance(m, DnCNN):
         layer_norms = _layer_norms(m.conv_weights(), (h, w))
         layer_bounds = list(layer_norms)
         certified = lattice = 1.0 + math.prod(layer_norms)
         reflection = None
+    else:
+        layer_bounds, layer_norms = [], []
+        certified = lattice = math.inf
+        reflection = None
     lower = 0.0
     if steps > 0:
         if inputs is None:
+            if not hasattr(m, "channels"):
+                raise ValueError("inputs are required for a model without a channels attribute")
             gen = torch.Generator().manual_seed(seed)
             inputs = torch.rand(n_starts, m.channels, h, w, generator=gen, dtype=torch.float64)
-        check_image_batch(inputs, "inputs", channels=m.channels)
+        check_image_batch(inputs, "inputs", channels=getattr(m, "channels", None))
         x = inputs.detach().to(dtype=torch.float64, device=next(m.parameters()).device)
         with torch.enable_grad():
             lower = adversarial_lipschitz(lambda z: m(z, sigma), x, steps=steps, lr=lr, seed=seed)

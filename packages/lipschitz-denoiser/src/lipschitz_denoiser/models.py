@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import torch
+from icml26_core.validation import check_choice, check_int
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm as _spectral_norm
 
@@ -14,24 +15,29 @@ from lipschitz_denoiser._validation import (
     check_positive_int,
     check_unit_interval,
 )
-from lipschitz_denoiser.layers import MaxMin, PermutationConv2d
+from lipschitz_denoiser.layers import NORMALIZATIONS, MaxMin, PermutationConv2d
 
 __all__ = ["DnCNN", "PermutationDenoiser"]
 
 
 def _inputs(model: nn.Module, x: torch.Tensor, sigma: object) -> torch.Tensor:
-    check_image_batch(x, "x", channels=model.channels, min_size=model.kernel_size)
+    validate = getattr(model, "validate", True)
+    check_image_batch(
+        x, "x", channels=model.channels, min_size=max(1, model.kernel_size // 2),
+        allow_empty=True, check_values=validate,
+    )  # fmt: skip
     if not model.noise_level_input:
         if sigma is not None:
-            check_noise_level(sigma, "sigma", x.shape[0], x)  # still reject sigma < 0
+            check_noise_level(sigma, "sigma", x, check_values=validate)  # still reject sigma < 0
         return x
     if sigma is None:
         raise ValueError(
             "sigma is required: this model takes the noise level as an input "
-            "(a float >= 0 or an (N,) tensor, intensity units of [0, 1] images)"
+            "(a float >= 0, an (N,) tensor or an (N, 1, H, W) noise map; intensity units "
+            "of [0, 1] images)"
         )
-    s = check_noise_level(sigma, "sigma", x.shape[0], x)
-    return torch.cat([x, s.expand(-1, 1, *x.shape[-2:])], dim=1)
+    s = check_noise_level(sigma, "sigma", x, check_values=validate)
+    return torch.cat([x, s.expand(x.shape[0], 1, *x.shape[-2:])], dim=1)
 
 
 class PermutationDenoiser(nn.Module):
@@ -43,7 +49,8 @@ class PermutationDenoiser(nn.Module):
         N = L_K \circ \phi \circ L_{K-1} \circ \dots \circ \phi \circ L_1,
 
     where every :math:`L_k` is a :class:`~lipschitz_denoiser.layers.PermutationConv2d`
-    (a combination of signed permutations of the image lattice, operator norm <= 1),
+    (a combination of the image lattice's shift permutations, normalised per frequency
+    of the shift group to operator norm <= 1 on every lattice),
     :math:`\phi` is 1-Lipschitz (:class:`~lipschitz_denoiser.layers.MaxMin`, a
     data-dependent permutation of channels, or ReLU), :math:`\rho` = ``lipschitz``,
     and :math:`\theta = \theta_{max}\,\mathrm{sigmoid}(t)` is learned. Hence
@@ -67,21 +74,31 @@ class PermutationDenoiser(nn.Module):
         lipschitz: :math:`\rho` in (0, 1], the bound on ``N``; < 1 makes ``D`` a
             strict contraction.
         max_skip: :math:`\theta_{max}` in (0, 1].
+        normalization: ``"spectral"`` (tight, default) or ``"schur"`` (the loose
+            construction, an ablation); see :class:`~lipschitz_denoiser.layers.PermutationConv2d`.
+        grid: Frequencies per axis of the spectral bound.
+        validate: Check every forward's values (NaN/inf input, negative ``sigma``):
+            a debug mode, since reading the data synchronises an accelerator. Shapes,
+            channels and Python-number noise levels are always checked.
 
     Shape:
-        ``forward(x, sigma)``: x (N, channels, H, W) float with H, W >= kernel_size;
-        sigma a float >= 0 or an (N,) tensor (intensity units, images in [0, 1]);
-        output like x.
+        ``forward(x, sigma)``: x (N, channels, H, W) float, N >= 0 (an empty batch gives
+        an empty output); sigma a float >= 0, an (N,) tensor or a per-pixel noise map
+        (N, 1, H, W), intensity units (images in [0, 1]); output like x. The bound
+        holds in eval mode (training mode uses a power-iteration estimate of the same
+        normalisation; see :class:`~lipschitz_denoiser.layers.PermutationConv2d`).
 
     Raises:
+        TypeError: On an argument of the wrong type.
         ValueError: On invalid hyperparameters; in ``forward`` on a wrong channel
-            count, a missing or negative ``sigma``, or NaN/inf input.
+            count, a missing ``sigma``, a negative float ``sigma``, or (with
+            ``validate=True``) NaN/inf input or negative ``sigma`` entries.
 
     References:
         The paper's abstract: ``shared/papers/lipschitz-denoiser.md`` (ICML 2026).
 
     Example:
-        >>> model = PermutationDenoiser(channels=1, features=16, depth=4)
+        >>> model = PermutationDenoiser(channels=1, features=16, depth=4).eval()
         >>> x = torch.rand(2, 1, 32, 32)
         >>> model(x, sigma=0.1).shape
         torch.Size([2, 1, 32, 32])
@@ -100,15 +117,16 @@ class PermutationDenoiser(nn.Module):
         noise_level_input: bool = True,
         lipschitz: float = 1.0,
         max_skip: float = 1.0,
+        normalization: str = "spectral",
+        grid: int = 128,
+        validate: bool = False,
     ) -> None:
         super().__init__()
         check_positive_int(channels, "channels")
         check_positive_int(features, "features")
-        check_positive_int(depth, "depth")
-        if depth < 2:
-            raise ValueError(f"depth must be >= 2, got {depth}")
-        if activation not in ("maxmin", "relu"):
-            raise ValueError(f"activation must be 'maxmin' or 'relu', got {activation!r}")
+        check_int("depth", depth, low=2)
+        check_choice("activation", activation, ("maxmin", "relu"))
+        check_choice("normalization", normalization, NORMALIZATIONS)
         if activation == "maxmin" and features % 2:
             raise ValueError(f"features must be even for activation='maxmin', got {features}")
         self.channels = channels
@@ -119,10 +137,13 @@ class PermutationDenoiser(nn.Module):
         self.noise_level_input = bool(noise_level_input)
         self.lipschitz = check_unit_interval(lipschitz, "lipschitz")
         self.max_skip = check_unit_interval(max_skip, "max_skip")
+        self.normalization = normalization
+        self.validate = bool(validate)
         c_in = channels + int(self.noise_level_input)
         widths = [c_in] + [features] * (depth - 1) + [channels]
         self.convs = nn.ModuleList(
-            PermutationConv2d(a, b, kernel_size) for a, b in itertools.pairwise(widths)
+            PermutationConv2d(a, b, kernel_size, normalization=normalization, grid=grid)
+            for a, b in itertools.pairwise(widths)
         )
         self.act = MaxMin() if activation == "maxmin" else nn.ReLU()
         self.skip_logit = nn.Parameter(torch.tensor(2.0))
@@ -135,7 +156,7 @@ class PermutationDenoiser(nn.Module):
         The first layer sends image channel ``o % channels`` to hidden channel ``o``
         with sign + in the first half and - in the second (MaxMin pairs ``j`` with
         ``j + features/2``, so each pair is ``(x, -x)``); the hidden layers are the
-        identity; the last layer sums the pairs back with signs +/-. After Schur
+        identity; the last layer sums the pairs back with signs +/-. After either
         normalisation every layer is an isometry on this path, so the network starts
         as the identity on images in [0, 1] instead of a strongly attenuating map.
         """
@@ -170,7 +191,7 @@ class PermutationDenoiser(nn.Module):
         return (1.0 - theta) * x + theta * self.lipschitz * self.network(inp)
 
     def layer_bounds(self) -> list[float]:
-        """Schur's bound of each convolution's operator norm (each <= 1)."""
+        """Certified bound of each convolution's operator norm on every lattice (each <= 1)."""
         return [float(conv.lipschitz_bound()) for conv in self.convs]
 
     def lipschitz_bound(self, layer_bounds: list[float] | None = None) -> torch.Tensor:

@@ -171,7 +171,7 @@ class Blur(ImagingOperator):
 
     Raises:
         TypeError: If ``kernel`` is not a tensor.
-        ValueError: If it is not 2-D with odd sides, or not finite.
+        ValueError: If it is not 2-D with odd sides, not finite, or all zero.
 
     Example:
         >>> A = Blur(gaussian_kernel(9, 1.6))
@@ -188,6 +188,8 @@ class Blur(ImagingOperator):
             raise ValueError(f"kernel must be 2-D with odd sides, got shape {tuple(kernel.shape)}")
         if not bool(torch.isfinite(kernel).all()):
             raise ValueError("kernel contains NaN or inf")
+        if not bool((kernel != 0).any()):
+            raise ValueError("kernel must have a nonzero entry (a zero blur observes nothing)")
         self.register_buffer("kernel", kernel.detach().to(torch.float64).clone())
         self.channels = channels
 

@@ -68,10 +68,20 @@ def _check_common(y, operator, denoiser, iters, tol) -> None:
         raise ValueError(f"tol must be a number >= 0, got {tol!r}")
 
 
+def _norm_squared(operator, y) -> float:
+    norm_sq = operator.norm_squared(tuple(operator.adjoint(y).shape))
+    if not (math.isfinite(norm_sq) and norm_sq > 0):
+        raise ValueError(
+            f"operator must be nonzero with a finite norm, got ||A||^2 = {norm_sq} "
+            "(e.g. a mask that observes no pixel)"
+        )
+    return norm_sq
+
+
 def _start(y, operator, x0, norm_sq) -> torch.Tensor:
     if x0 is None:
         # A^T y / ||A||^2: the blurred image for a blur, nearest upsampling for SR.
-        return operator.adjoint(y) / max(norm_sq, 1e-12)
+        return operator.adjoint(y) / norm_sq
     check_image_batch(x0, "x0")
     return x0.clone()
 
@@ -108,7 +118,8 @@ def pnp_forward_backward(
 
     Raises:
         TypeError: If ``operator`` is not an ``ImagingOperator`` or ``denoiser`` is not callable.
-        ValueError: On a step outside (0, 2/||A||^2], a bad shape, NaN or ``iters < 1``.
+        ValueError: On a step outside (0, 2/||A||^2], a zero operator, a bad shape, NaN
+            or ``iters < 1``.
 
     Example:
         >>> from lipschitz_denoiser import Blur, gaussian_kernel
@@ -119,7 +130,7 @@ def pnp_forward_backward(
         True
     """
     _check_common(y, operator, denoiser, iters, tol)
-    norm_sq = operator.norm_squared(tuple(operator.adjoint(y).shape))
+    norm_sq = _norm_squared(operator, y)
     gamma = 1.0 / norm_sq if step is None else step
     if not (isinstance(gamma, int | float) and 0 < gamma <= 2.0 / norm_sq * (1 + 1e-9)):
         raise ValueError(f"step must lie in (0, 2/||A||^2 = {2.0 / norm_sq:.4g}], got {step!r}")
@@ -167,12 +178,12 @@ def pnp_douglas_rachford(
 
     Raises:
         TypeError: As :func:`pnp_forward_backward`.
-        ValueError: If ``gamma <= 0`` or on bad shapes.
+        ValueError: If ``gamma <= 0``, the operator is zero, or on bad shapes.
     """
     _check_common(y, operator, denoiser, iters, tol)
     if not (isinstance(gamma, int | float) and math.isfinite(gamma) and gamma > 0):
         raise ValueError(f"gamma must be a positive number, got {gamma!r}")
-    norm_sq = operator.norm_squared(tuple(operator.adjoint(y).shape))
+    norm_sq = _norm_squared(operator, y)
     z = _start(y, operator, x0, norm_sq)
     result = PnPResult(x=z)
     for k in range(iters):

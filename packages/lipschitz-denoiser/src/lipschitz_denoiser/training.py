@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
+from icml26_core.validation import check_float
 from torch import nn
 
 from lipschitz_denoiser._validation import check_positive_int
@@ -72,6 +73,8 @@ def train_denoiser(
     seed: int = 0,
     device: str | torch.device = "cpu",
     progress: Callable | None = None,
+    penalty: Callable | None = None,
+    penalty_weight: float = 0.0,
 ) -> list[float]:
     """Train a denoiser with the mean squared error on Gaussian-noised patches.
 
@@ -91,15 +94,23 @@ def train_denoiser(
         device: Where to train.
         progress: Optional wrapper ``progress(iterable, description)`` (e.g.
             ``RunContext.progress``) for a progress bar.
+        penalty: Optional regulariser ``penalty(model, clean, noisy, sigma) -> scalar``
+            added to the loss with ``penalty_weight`` (e.g.
+            :func:`lipschitz_denoiser.deepinv_compat.jacobian_penalty`, the soft
+            Lipschitz constraint of Pesquet et al. 2021).
+        penalty_weight: Its weight, >= 0.
 
     Returns:
-        The training loss (MSE) of every step.
+        The training loss (MSE, without the penalty) of every step.
 
     Raises:
-        ValueError: If ``patches`` has the wrong shape or ``sigma`` is negative.
+        TypeError: On arguments of the wrong type.
+        ValueError: If ``patches`` has the wrong shape or NaN, or ``sigma`` is negative.
     """
     check_positive_int(steps, "steps")
     check_positive_int(batch_size, "batch_size")
+    check_float("lr", lr, low=0.0, low_inclusive=False)
+    check_float("penalty_weight", penalty_weight, low=0.0)
     data = torch.as_tensor(
         np.asarray(patches) if not isinstance(patches, torch.Tensor) else patches
     )
@@ -109,6 +120,8 @@ def train_denoiser(
         raise ValueError(
             f"patches must be (P, H, W) or (P, C, H, W), got shape {tuple(data.shape)}"
         )
+    if not bool(torch.isfinite(data).all()):
+        raise ValueError("patches contain NaN or inf")
     lo, hi = (sigma, sigma) if isinstance(sigma, int | float) else tuple(sigma)
     if not (0 <= lo <= hi and math.isfinite(hi)):
         raise ValueError(f"sigma must be >= 0 (a float or a (low, high) range), got {sigma!r}")
@@ -131,10 +144,14 @@ def train_denoiser(
         clean = data[idx]
         s = (lo + (hi - lo) * torch.rand(len(idx), generator=gen)).to(dev, dtype)
         noise = torch.randn(clean.shape, generator=gen).to(dev, dtype) * s.reshape(-1, 1, 1, 1)
-        out = model(clean + noise, s)
+        noisy = clean + noise
+        out = model(noisy, s)
         loss = torch.mean((out - clean) ** 2)
+        total = loss
+        if penalty is not None and penalty_weight > 0:
+            total = loss + penalty_weight * penalty(model, clean, noisy, s)
         opt.zero_grad()
-        loss.backward()
+        total.backward()
         opt.step()
         sched.step()
         losses.append(float(loss.detach()))

@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
+from icml26_core.validation import check_int
 
 from rmcts.games import encode_states
 
@@ -45,7 +46,8 @@ class PolicyValueNet(torch.nn.Module):
         layers: Number of residual blocks.
 
     Raises:
-        ValueError: If a size is not a positive integer.
+        TypeError: If a size is not an integer.
+        ValueError: If a size is not positive.
 
     Example:
         >>> net = PolicyValueNet(27, 9)
@@ -62,8 +64,7 @@ class PolicyValueNet(torch.nn.Module):
             ("hidden", hidden),
             ("layers", layers),
         ):
-            if isinstance(val, bool) or not isinstance(val, int | np.integer) or val < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {val!r}")
+            check_int(name, val, low=1)
         self.config = {
             "obs_size": int(obs_size),
             "num_actions": int(num_actions),
@@ -125,15 +126,20 @@ class NetworkEvaluator:
 class RolloutEvaluator:
     """Uniform prior and the mean return of uniformly random playouts (no network).
 
+    Players move uniformly at random; chance nodes draw their outcomes with the game's
+    probabilities.
+
     Args:
         num_rollouts: Random playouts per state (>= 1).
         seed: Seed of the playouts' random generator.
+
+    Raises:
+        TypeError: If ``num_rollouts`` is not an integer.
+        ValueError: If it is < 1.
     """
 
     def __init__(self, num_rollouts: int = 1, seed: int = 0) -> None:
-        if not isinstance(num_rollouts, int | np.integer) or num_rollouts < 1:
-            raise ValueError(f"num_rollouts must be an integer >= 1, got {num_rollouts!r}")
-        self.num_rollouts = int(num_rollouts)
+        self.num_rollouts = check_int("num_rollouts", num_rollouts, low=1)
         self.rng = np.random.default_rng(seed)
 
     def evaluate(self, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -148,6 +154,10 @@ class RolloutEvaluator:
             for _ in range(self.num_rollouts):
                 s = state.clone()
                 while not s.is_terminal():
+                    if s.is_chance_node():
+                        outcomes, probs = zip(*s.chance_outcomes(), strict=True)
+                        s.apply_action(int(outcomes[self.rng.choice(len(probs), p=probs)]))
+                        continue
                     legal = s.legal_actions()
                     s.apply_action(legal[self.rng.integers(len(legal))])
                 total += s.returns()[player]

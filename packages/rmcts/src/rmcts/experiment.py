@@ -1,24 +1,35 @@
-"""Experiment ``rmcts``: RMCTS vs AlphaZero's MCTS-UCB at equal network-evaluation budgets.
+"""Experiment ``rmcts``: RMCTS vs AlphaZero's MCTS-UCB, batched like RMCTS, at equal time.
 
-1. Tic-tac-toe, solved exactly: for sampled positions that have a losing or drawing
-   mistake, the rate at which each search picks an optimal move, the probability its root
-   policy puts on optimal moves and its regret ``V*(s) - sum_a pi(a) Q*(s, a)``, at several
-   budgets, with a self-play network and with a uniform-prior / random-rollout evaluator.
-2. Connect four: head-to-head matches (random 2-ply openings, both colours) between RMCTS
-   and MCTS-UCB at equal evaluations per move, MCTS-UCB at RMCTS's time per move, and
-   both against open_spiel's C++ ``MCTSBot`` with random rollouts.
-3. Hex 5x5 (default and full scale): the same matches, without the rollout reference.
+1. Tic-tac-toe, solved exactly: on held-out positions where some move is a mistake, the
+   rate at which each search picks an optimal move, at equal evaluations (several
+   budgets) and at equal time (MCTS-UCB's budget calibrated on validation positions),
+   paired over positions; floors: a random move and the network's policy alone.
+2. Connect four, self-play network: time per search (interleaved, ratio of medians);
+   matches from random 3-ply openings, both colours: RMCTS vs MCTS-UCB batched with a
+   virtual loss at equal time (its budget calibrated on validation positions) and at
+   equal evaluations; both against open_spiel's C++ ``MCTSBot`` with random rollouts
+   (paired over openings); mctx's Gumbel MuZero policy with the same network at equal
+   evaluations; the floors: the network's policy alone and a random player.
+
+Constants fixed before the run: ``c = 1.25`` (AlphaZero's), batch 16, the budgets, the
+margins (:data:`SCORE_MARGIN`, :data:`RATE_MARGIN`) and the speed-up called "a small
+fraction of the time" (:data:`FRACTION`). Equal-time budgets come from
+``icml26_core.timing.compare_times`` on validation positions that no verdict reads.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 from icml26_core.device import torch_threads
 from icml26_core.experiment import Claim, Experiment, Result, RunContext, Table
+from icml26_core.stats import win_rate
+from icml26_core.timing import TimeComparison, compare_times
 
-from rmcts.arena import OpenSpielMCTSBot, play_match, random_openings
+from rmcts.arena import MatchResult, OpenSpielMCTSBot, RandomPlayer, play_match, random_openings
 from rmcts.evaluators import NetworkEvaluator, RolloutEvaluator
 from rmcts.games import load_game
 from rmcts.search import MCTS, RMCTS
@@ -26,20 +37,24 @@ from rmcts.selfplay import SelfPlayConfig, load_or_train
 from rmcts.solver import MinimaxSolver
 
 BATCH = 16
+SCORE_MARGIN = 0.1
+"""Non-inferiority margin of match scores: "as strong" holds if the score's CI lies above 0.4."""
+RATE_MARGIN = 0.05
+"""Non-inferiority margin of tic-tac-toe optimal-move rates (5 percentage points)."""
+FRACTION = 2.0
+""""A small fraction of the time" read as: at least this many times faster."""
+TIME_SLACK = 1.1
+""""Equal time" checked in the match: RMCTS may take at most this factor of MCTS-UCB's time."""
+
 RMCTS_NAME = f"RMCTS (batch {BATCH})"
 MCTS1_NAME = "MCTS-UCB (batch 1)"
 MCTSB_NAME = f"MCTS-UCB (batch {BATCH}, virtual loss)"
+MCTX_NAME = "Gumbel MuZero (mctx)"
+PRIOR_NAME = "network policy (1 evaluation, no search)"
+RANDOM_NAME = "random move"
 
 
-def _searches(evaluator: Any, n: int) -> dict[str, Any]:
-    return {
-        RMCTS_NAME: RMCTS(evaluator, simulations=n, batch_size=BATCH),
-        MCTS1_NAME: MCTS(evaluator, simulations=n, batch_size=1),
-        MCTSB_NAME: MCTS(evaluator, simulations=n, batch_size=BATCH),
-    }
-
-
-def _ttt_configs(ctx: RunContext) -> SelfPlayConfig:
+def _ttt_config(ctx: RunContext) -> SelfPlayConfig:
     return ctx.pick(
         SelfPlayConfig(
             iterations=2,
@@ -101,35 +116,56 @@ def _c4_config(ctx: RunContext) -> SelfPlayConfig:
     )
 
 
-HEX = "hex(board_size=5)"
+def _one_thread() -> None:
+    """One intra-op thread for torch and XLA (tiny networks; set before jax is imported)."""
+    import os
 
+    import torch
 
-def _hex_config(ctx: RunContext) -> SelfPlayConfig | None:
-    """Hex 5x5 runs at default and full scale only (smoke keeps to two games)."""
-    return ctx.pick(
-        None,
-        SelfPlayConfig(
-            iterations=12,
-            games_per_iteration=30,
-            simulations=64,
-            batch_size=16,
-            sample_moves=4,
-            seed=ctx.seed,
-        ),
-        SelfPlayConfig(
-            iterations=100,
-            games_per_iteration=100,
-            simulations=128,
-            batch_size=32,
-            sample_moves=4,
-            hidden=256,
-            layers=4,
-            seed=ctx.seed,
-        ),
+    torch.set_num_threads(1)
+    os.environ.setdefault(
+        "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     )
 
 
-def _tic_tac_toe(ctx: RunContext, evaluators: dict[str, Any]) -> tuple[Table, list[dict]]:
+def _init_worker() -> None:
+    _one_thread()
+
+
+def _searcher(name: str, evaluator: Any, n: int) -> Any:
+    if name == RMCTS_NAME:
+        return RMCTS(evaluator, simulations=n, batch_size=BATCH)
+    if name == MCTSB_NAME:
+        return MCTS(evaluator, simulations=n, batch_size=BATCH)
+    if name == MCTS1_NAME:
+        return MCTS(evaluator, simulations=n, batch_size=1)
+    raise ValueError(name)  # pragma: no cover
+
+
+def _equal_time_budget(
+    make: Any, rm: Any, n: int, positions: list[Any], repeats: int
+) -> tuple[int, TimeComparison]:
+    """MCTS-UCB simulations that take RMCTS's time per search (two interleaved refinements).
+
+    ``make(k)`` builds the MCTS-UCB search with ``k`` simulations; times are those of
+    searching every validation position once, A (RMCTS) and B (MCTS-UCB) interleaved.
+    """
+
+    def run(search: Any) -> Any:
+        return lambda: [search.search(s) for s in positions]
+
+    k = n
+    comp = compare_times(run(rm), run(make(k)), repeats=repeats, warmup=1)
+    for _ in range(2):
+        k = max(2, round(k * comp.median_a / comp.median_b))
+        comp = compare_times(run(rm), run(make(k)), repeats=repeats, warmup=1)
+    return k, comp
+
+
+# ---------------------------------------------------------------- tic-tac-toe
+
+
+def _tic_tac_toe(ctx: RunContext, net: Any) -> tuple[list[Table], list[Claim], dict]:
     game = load_game("tic_tac_toe")
     solver = MinimaxSolver(game)
     informative = []
@@ -137,98 +173,276 @@ def _tic_tac_toe(ctx: RunContext, evaluators: dict[str, Any]) -> tuple[Table, li
         q = solver.action_values(s)
         if np.nanmin(q) < np.nanmax(q):  # some legal move is a mistake
             informative.append(s)
-    n_pos = ctx.pick(30, 300, len(informative))
-    rng = ctx.rng(1)
-    chosen = rng.choice(len(informative), size=min(n_pos, len(informative)), replace=False)
-    positions = [informative[i] for i in sorted(chosen)]
-    exact = [solver.action_values(s) for s in positions]
-    budgets = ctx.pick([8, 32], [4, 8, 16, 32, 64, 128], [4, 8, 16, 32, 64, 128, 256, 512])
+    n_test = ctx.pick(20, 300, 1000)
+    n_val = ctx.pick(6, 60, 100)
+    order = ctx.rng(1).permutation(len(informative))
+    test = [informative[i] for i in sorted(order[:n_test])]
+    val = [informative[i] for i in sorted(order[n_test : n_test + n_val])]
+    exact = [solver.action_values(s) for s in test]
+    optimal = [q >= np.nanmax(q) for q in exact]
+    budgets = ctx.pick([4, 16], [4, 8, 16, 32, 64, 128], [4, 8, 16, 32, 64, 128, 256, 512])
+    ev = NetworkEvaluator(net, ctx.device)
+    evaluators = {"self-play network": ev, "random rollouts": RolloutEvaluator(seed=ctx.seed)}
+
+    def hits(search: Any) -> tuple[np.ndarray, float]:
+        res = [search.search(s) for s in test]
+        h = np.array([opt[r.action] for r, opt in zip(res, optimal, strict=True)], dtype=float)
+        return h, 1000 * float(np.mean([r.seconds for r in res]))
+
     table = Table(
         title=(
-            f"Tic-tac-toe, {len(positions)} positions with a mistake available, "
-            "against exact minimax values"
+            f"Tic-tac-toe, {len(test)} held-out positions with a mistake available, "
+            "optimal-move rate against exact minimax values"
         ),
-        columns=[
-            "evaluator",
-            "method",
-            "evaluations",
-            "optimal move",
-            "optimal mass",
-            "regret",
-            "ms / search",
-            "network calls",
-        ],
+        columns=["evaluator", "method", "evaluations", "optimal move", "n", "ms / search"],
         note=(
-            "optimal move: share of positions where the chosen move is optimal; optimal mass: "
-            "root-policy probability on optimal moves; regret: V*(s) - sum pi(a) Q*(s,a), "
-            "values in [-1, 1]. evaluations: budget (tree nodes / simulations)."
+            "optimal move: share of positions where the chosen move is optimal; evaluations: "
+            "budget per search (tree nodes / simulations); floors: a uniformly random legal "
+            "move (expected rate) and the network's policy alone."
         ),
     )
-    rows = []
+    per: dict[tuple[str, str, int], np.ndarray] = {}
+    random_rate = np.array(
+        [opt[s.legal_actions()].mean() for s, opt in zip(test, optimal, strict=True)]
+    )
+    table.add_row(
+        evaluator="-",
+        method=RANDOM_NAME,
+        evaluations=0,
+        **{"optimal move": float(random_rate.mean()), "n": len(test)},
+    )
+    h, ms = hits(RMCTS(ev, simulations=1))
+    table.add_row(
+        evaluator="self-play network",
+        method=PRIOR_NAME,
+        evaluations=1,
+        **{"optimal move": float(h.mean()), "n": len(test), "ms / search": ms},
+    )
     jobs = [(e, n) for e in evaluators for n in budgets]
-    for ev_name, n in ctx.progress(jobs, "tic-tac-toe policy quality"):
-        for method, search in _searches(evaluators[ev_name], n).items():
-            hits, mass, regret, secs, calls, evals = [], [], [], [], [], []
-            for state, q in zip(positions, exact, strict=True):
-                res = search.search(state)
-                best = np.nanmax(q)
-                optimal = q >= best
-                hits.append(bool(optimal[res.action]))
-                mass.append(float(res.policy[optimal].sum()))
-                regret.append(float(best - np.nansum(res.policy * np.nan_to_num(q))))
-                secs.append(res.seconds)
-                calls.append(res.batches)
-                evals.append(res.evaluations)
-            row = {
-                "evaluator": ev_name,
-                "method": method,
-                "evaluations": n,
-                "optimal move": float(np.mean(hits)),
-                "optimal mass": float(np.mean(mass)),
-                "regret": float(np.mean(regret)),
-                "ms / search": 1000 * float(np.mean(secs)),
-                "network calls": float(np.mean(calls)),
-            }
-            table.add_row(**row)
-            rows.append(row)
-    return table, rows
+    for ev_name, n in ctx.progress(jobs, "tic-tac-toe, equal evaluations"):
+        for method in (RMCTS_NAME, MCTS1_NAME, MCTSB_NAME):
+            h, ms = hits(_searcher(method, evaluators[ev_name], n))
+            per[(ev_name, method, n)] = h
+            table.add_row(
+                evaluator=ev_name,
+                method=method,
+                evaluations=n,
+                **{"optimal move": float(h.mean()), "n": len(test), "ms / search": ms},
+            )
+
+    # equal time: MCTS-UCB's budget calibrated on validation positions at RMCTS's budget
+    n_rm = budgets[len(budgets) // 2]
+    rm = RMCTS(ev, simulations=n_rm, batch_size=BATCH)
+    time_table = Table(
+        title=(
+            f"Tic-tac-toe, equal time: MCTS-UCB's budget calibrated to RMCTS's time at "
+            f"{n_rm} evaluations on {len(val)} validation positions"
+        ),
+        columns=["method", "evaluations", "optimal move", "n", "calibrated time ratio B/A"],
+        note=(
+            "time ratio: median time of MCTS-UCB at its calibrated budget / RMCTS's, "
+            "interleaved rounds on the validation positions (1 = equal time)."
+        ),
+    )
+    h_rm = per[("self-play network", RMCTS_NAME, n_rm)]
+    time_table.add_row(
+        method=RMCTS_NAME, evaluations=n_rm, **{"optimal move": float(h_rm.mean()), "n": len(test)}
+    )
+    eq_time: dict[str, tuple[int, np.ndarray]] = {}
+    for method in ctx.progress([MCTSB_NAME, MCTS1_NAME], "tic-tac-toe, equal time"):
+        k, comp = _equal_time_budget(
+            lambda k, m=method: _searcher(m, ev, k), rm, n_rm, val, repeats=ctx.pick(2, 7, 9)
+        )
+        h, _ = hits(_searcher(method, ev, k))
+        eq_time[method] = (k, h)
+        time_table.add_row(
+            method=method,
+            evaluations=k,
+            **{
+                "optimal move": float(h.mean()),
+                "n": len(test),
+                "calibrated time ratio B/A": comp.median_b / comp.median_a,
+            },
+        )
+
+    def mean_over_budgets(method: str) -> np.ndarray:
+        return np.mean([per[("self-play network", method, n)] for n in budgets], axis=0)
+
+    rm_mean = mean_over_budgets(RMCTS_NAME)
+    parts = [
+        Claim.non_inferior(
+            f"tic-tac-toe, equal evaluations: RMCTS vs {name}",
+            rm_mean,
+            mean_over_budgets(name),
+            margin=RATE_MARGIN,
+            names=("RMCTS", name),
+            test="wilcoxon",
+            metric=f"optimal-move rate per position, averaged over budgets {budgets}",
+        )
+        for name in (MCTSB_NAME, MCTS1_NAME)
+    ]
+    ttt_equal = Claim.all_of(
+        "On tic-tac-toe RMCTS picks optimal moves as often as MCTS-UCB at equal evaluations.",
+        parts,
+        rule=(
+            f"self-play network, {len(test)} held-out positions, paired: RMCTS's optimal-move "
+            f"rate (averaged over budgets) is worse than each MCTS-UCB's by less than "
+            f"{RATE_MARGIN} (non-inferiority, Wilcoxon, bootstrap CI), batched and sequential"
+        ),
+    )
+    ttt_time = Claim.all_of(
+        "On tic-tac-toe RMCTS picks optimal moves at least as often as MCTS-UCB at equal time.",
+        [
+            Claim.non_inferior(
+                f"tic-tac-toe, equal time: RMCTS ({n_rm}) vs {name} ({eq_time[name][0]})",
+                h_rm,
+                eq_time[name][1],
+                margin=RATE_MARGIN,
+                names=("RMCTS", name),
+                test="sign",
+                metric="optimal move (0/1) per position",
+            )
+            for name in (MCTSB_NAME, MCTS1_NAME)
+        ],
+        rule=(
+            f"self-play network, RMCTS at {n_rm} evaluations vs each MCTS-UCB at the budget "
+            f"that takes the same time on validation positions; paired 0/1 outcomes per "
+            f"held-out position (sign test = McNemar's), margin {RATE_MARGIN}"
+        ),
+    )
+    data = {
+        "budgets": budgets,
+        "rates": {f"{e} | {m} | {n}": float(v.mean()) for (e, m, n), v in per.items()},
+        "equal_time_budgets": {m: k for m, (k, _) in eq_time.items()},
+        "rmcts_equal_time_budget": n_rm,
+    }
+    return [table, time_table], [ttt_equal, ttt_time], data
 
 
-def _match_row(table: Table, label: str, na: int, nb: Any, m: Any) -> dict:
-    ta, tb = m.seconds_per_move
+# ---------------------------------------------------------------- connect four
+
+
+def _validation_positions(game: Any, count: int, rng: np.random.Generator) -> list[Any]:
+    out = []
+    while len(out) < count:
+        s = game.new_initial_state()
+        for _ in range(int(rng.integers(2, 13))):
+            s.apply_action(int(rng.choice(s.legal_actions())))
+            if s.is_terminal():
+                break
+        if not s.is_terminal():
+            out.append(s)
+    return out
+
+
+def _match_row(table: Table, label: str, na: Any, nb: Any, m: MatchResult) -> dict:
+    ev = win_rate(m.wins, m.draws, m.losses)
+    ta, tb = (float(np.median(t)) if t else float("nan") for t in m.move_seconds)
     row = {
         "match (A vs B)": label,
         "budget A": na,
         "budget B": nb,
         "games": m.games,
         "score A": m.score,
-        "95% CI": f"[{m.ci_low:.2f}, {m.ci_high:.2f}]",
+        "95% CI": f"[{ev.ci_low:.3f}, {ev.ci_high:.3f}]",
         "W/D/L": f"{m.wins}/{m.draws}/{m.losses}",
-        "ms / move A": 1000 * ta,
-        "ms / move B": 1000 * tb,
-        "time ratio A/B": ta / tb,
+        "median ms / move A": 1000 * ta,
+        "median ms / move B": 1000 * tb,
     }
     table.add_row(**row)
-    return {**row, "ci_low": m.ci_low, "ci_high": m.ci_high}
+    return {
+        **row,
+        "ci_low": ev.ci_low,
+        "ci_high": ev.ci_high,
+        "outcomes": m.outcomes,
+        "game_seconds": m.game_seconds,
+    }
 
 
-def _matches(
-    ctx: RunContext,
-    game_name: str,
-    title: str,
-    evaluator: Any,
-    budgets: list[int],
-    n_openings: int,
-    plies: int,
-    bot_sims: int | None,
-) -> tuple[Table, list[dict]]:
-    """Head-to-head matches of RMCTS vs MCTS-UCB (and an open_spiel reference) on one game."""
-    game = load_game(game_name)
-    openings = random_openings(game, n_openings, plies, ctx.rng(2))
+def _connect_four(
+    ctx: RunContext, net: Any, executor: Executor | None
+) -> tuple[list[Table], list[Claim], dict]:
+    game = load_game("connect_four")
+    ev = NetworkEvaluator(net, ctx.device)
+    n = ctx.pick(8, 128, 512)
+    bot_sims = ctx.pick(20, 200, 1000)
+    val = _validation_positions(game, ctx.pick(3, 12, 24), ctx.rng(3))
+    repeats = ctx.pick(3, 11, 15)
+    rm = RMCTS(ev, simulations=n, batch_size=BATCH)
+
+    def run(search: Any) -> Any:
+        return lambda: [search.search(s) for s in val]
+
+    # time per search at equal evaluations (interleaved rounds on validation positions)
+    speed: dict[str, TimeComparison] = {}
+    for name in ctx.progress([MCTSB_NAME, MCTS1_NAME], "connect four, time per search"):
+        speed[name] = compare_times(
+            run(rm), run(_searcher(name, ev, n)), repeats=repeats, warmup=1, names=("RMCTS", name)
+        )
+    n_b, eq_comp = _equal_time_budget(
+        lambda k: _searcher(MCTSB_NAME, ev, k), rm, n, val, repeats=repeats
+    )
+    gumbel = None
+    if ctx.scale != "smoke":  # jax's compile time would take most of the smoke budget
+        from rmcts.mctx_baseline import MctxGumbelMuZero
+
+        gumbel = MctxGumbelMuZero(ev, simulations=n - 1, seed=ctx.seed)  # + the root: n
+        # about 15x slower per search than RMCTS here (a host callback per simulation)
+        speed[MCTX_NAME] = compare_times(
+            run(rm), run(gumbel), repeats=ctx.pick(3, 5, 9), warmup=1, names=("RMCTS", MCTX_NAME)
+        )
+    speed_table = Table(
+        title=(
+            f"Connect four, time per search on {len(val)} validation positions, "
+            f"{repeats} interleaved rounds"
+        ),
+        columns=[
+            "A vs B",
+            "budget A",
+            "budget B",
+            "median ms / search A",
+            "median ms / search B",
+            "speed-up of A (B/A)",
+            "95% CI",
+            "rounds",
+        ],
+        note=(
+            "speed-up: ratio of median times per search with a bootstrap CI over paired "
+            "rounds (icml26_core.timing.compare_times: A and B interleaved after a warm-up, "
+            "one process, one torch thread)."
+        ),
+    )
+    rows = [
+        (MCTSB_NAME, n, speed[MCTSB_NAME]),
+        (MCTS1_NAME, n, speed[MCTS1_NAME]),
+        (f"{MCTSB_NAME}, equal time", n_b, eq_comp),
+    ]
+    if gumbel is not None:
+        rows.append((MCTX_NAME, n, speed[MCTX_NAME]))
+    for label, nb, comp in rows:
+        s = comp.speedup()
+        speed_table.add_row(
+            **{
+                "A vs B": f"{RMCTS_NAME} vs {label}",
+                "budget A": n,
+                "budget B": nb,
+                "median ms / search A": 1000 * comp.median_a / len(val),
+                "median ms / search B": 1000 * comp.median_b / len(val),
+                "speed-up of A (B/A)": s.effect,
+                "95% CI": f"[{s.ci_low:.3f}, {s.ci_high:.3f}]",
+                "rounds": len(comp.times_a),
+            }
+        )
+
+    n_open = ctx.pick(2, 120, 250)
+    openings = random_openings(game, n_open, 3, ctx.rng(2))
+    ref_openings = openings[: ctx.pick(2, 50, 100)]
+    floor_openings = openings[: ctx.pick(1, 30, 50)]
+    mctx_openings = openings[: ctx.pick(1, 20, 50)]
     table = Table(
         title=(
-            f"{title}, self-play network, {2 * len(openings)} games per match "
-            f"(random {plies}-ply openings, both colours)"
+            f"Connect four, self-play network, matches from random 3-ply openings, "
+            f"both colours (RMCTS at {n} evaluations per move)"
         ),
         columns=[
             "match (A vs B)",
@@ -238,281 +452,303 @@ def _matches(
             "score A",
             "95% CI",
             "W/D/L",
-            "ms / move A",
-            "ms / move B",
-            "time ratio A/B",
+            "median ms / move A",
+            "median ms / move B",
         ],
         note=(
-            "score: win 1, draw 1/2, loss 0 for A; 95% Wilson interval; budget: network "
-            "evaluations (tree nodes / simulations) per move; the open_spiel bot uses "
-            "random rollouts, no network."
+            "score: win 1, draw 1/2, loss 0 for A; 95% Wilson interval "
+            "(icml26_core.stats.win_rate); budget: network evaluations per move (the "
+            f"open_spiel bot: simulations with one random rollout each); MCTS-UCB's "
+            f"equal-time budget {n_b} was calibrated on validation positions."
         ),
     )
-    rows: list[dict] = []
-    jobs: list[tuple[str, int, Any]] = []
-    for n in budgets:
-        jobs.append(("equal evaluations", n, n))
-        jobs.append(("equal batching", n, n))
-    jobs.append(("equal time", budgets[-1], None))
-    if bot_sims is not None:
-        jobs.append(("reference RMCTS", budgets[-1], bot_sims))
-        jobs.append(("reference MCTS", budgets[-1], bot_sims))
-    per_move: dict[int, tuple[float, float]] = {}
-    for kind, n, nb in ctx.progress(jobs, f"{title} matches"):
-        rm = RMCTS(evaluator, simulations=n, batch_size=BATCH)
-        if kind == "equal evaluations":
-            m = play_match(game, rm, MCTS(evaluator, simulations=n, batch_size=1), openings)
-            per_move[n] = m.seconds_per_move
-            rows.append(_match_row(table, f"{RMCTS_NAME} vs {MCTS1_NAME}", n, nb, m))
-        elif kind == "equal batching":
-            m = play_match(game, rm, MCTS(evaluator, simulations=n, batch_size=BATCH), openings)
-            rows.append(_match_row(table, f"{RMCTS_NAME} vs {MCTSB_NAME}", n, nb, m))
-        elif kind == "equal time":
-            ta, tb = per_move[n]
-            nb = max(2, round(n * ta / tb))  # MCTS-UCB simulations that fit RMCTS's time per move
-            m = play_match(game, rm, MCTS(evaluator, simulations=nb, batch_size=1), openings)
-            rows.append(_match_row(table, f"{RMCTS_NAME} vs {MCTS1_NAME}, equal time", n, nb, m))
-        else:
-            bot = OpenSpielMCTSBot(game, simulations=nb, seed=ctx.seed)
-            player = rm if kind == "reference RMCTS" else MCTS(evaluator, simulations=n)
-            name = RMCTS_NAME if kind == "reference RMCTS" else MCTS1_NAME
-            m = play_match(game, player, bot, openings)
-            rows.append(_match_row(table, f"{name} vs open_spiel MCTSBot (rollouts)", n, nb, m))
-        rows[-1]["kind"] = kind
-    return table, rows
+    mb = _searcher(MCTSB_NAME, ev, n_b)
+    jobs = [
+        ("equal time", f"{RMCTS_NAME} vs {MCTSB_NAME}, equal time", rm, mb, n, n_b, openings),
+        (
+            "equal evaluations",
+            f"{RMCTS_NAME} vs {MCTSB_NAME}, equal evaluations",
+            rm,
+            _searcher(MCTSB_NAME, ev, n),
+            n,
+            n,
+            openings,
+        ),
+        (
+            "reference RMCTS",
+            f"{RMCTS_NAME} vs open_spiel MCTSBot (C++, rollouts)",
+            rm,
+            OpenSpielMCTSBot(game, simulations=bot_sims, seed=ctx.seed),
+            n,
+            bot_sims,
+            ref_openings,
+        ),
+        (
+            "reference MCTS",
+            f"{MCTSB_NAME} vs open_spiel MCTSBot (C++, rollouts)",
+            mb,
+            OpenSpielMCTSBot(game, simulations=bot_sims, seed=ctx.seed),
+            n_b,
+            bot_sims,
+            ref_openings,
+        ),
+        (
+            "floor policy",
+            f"{RMCTS_NAME} vs {PRIOR_NAME}",
+            rm,
+            RMCTS(ev, simulations=1),
+            n,
+            1,
+            floor_openings,
+        ),
+        *(
+            [
+                (
+                    "mctx",
+                    f"{RMCTS_NAME} vs {MCTX_NAME}, equal evaluations",
+                    rm,
+                    gumbel,
+                    n,
+                    n,
+                    mctx_openings,
+                )
+            ]
+            if gumbel is not None
+            else []
+        ),
+        (
+            "floor policy MCTS",
+            f"{MCTSB_NAME} vs {PRIOR_NAME}",
+            mb,
+            RMCTS(ev, simulations=1),
+            n_b,
+            1,
+            floor_openings,
+        ),
+        (
+            "floor random",
+            f"{RMCTS_NAME} vs {RANDOM_NAME}",
+            rm,
+            RandomPlayer(ctx.seed),
+            n,
+            0,
+            floor_openings,
+        ),
+    ]
+    results: dict[str, dict] = {}
+    for kind, label, a, b, na, nb, ops in ctx.progress(jobs, "connect four matches"):
+        # mctx compiles its search once per process: one chunk of games per worker
+        chunks = 2 if kind == "mctx" else None
+        m = play_match(game, a, b, ops, executor=executor, seed=ctx.seed, chunks=chunks)
+        results[kind] = _match_row(table, label, na, nb, m)
+
+    et, ee = results["equal time"], results["equal evaluations"]
+
+    def score_claim(statement: str, r: dict, threshold: float) -> Claim:
+        w, d, lo = (int(x) for x in r["W/D/L"].split("/"))
+        return Claim.win_rate(
+            statement,
+            w,
+            d,
+            lo,
+            threshold=threshold,
+            names=("RMCTS", r["match (A vs B)"].split(" vs ")[1]),
+        )
+
+    strength_eq_evals = score_claim(
+        f"At equal evaluations ({n} per move) RMCTS is as strong as MCTS-UCB batched with a "
+        f"virtual loss (margin {SCORE_MARGIN}).",
+        ee,
+        0.5 - SCORE_MARGIN,
+    )
+    fraction = Claim.faster(
+        f"At equal evaluations RMCTS takes at most 1/{FRACTION:g} of the time per search of "
+        "MCTS-UCB batched with a virtual loss.",
+        speed[MCTSB_NAME].times_a,
+        speed[MCTSB_NAME].times_b,
+        at_least=FRACTION,
+        names=("RMCTS", MCTSB_NAME),
+        paired=True,
+    )
+    head = Claim.all_of(
+        "RMCTS matches or exceeds MCTS-UCB's playing strength at a small fraction of its time "
+        "per move.",
+        [strength_eq_evals, fraction],
+        rule=(
+            f"connect four, equal network evaluations ({n} per move), against MCTS-UCB "
+            f"batched like RMCTS (batch {BATCH}, virtual loss): RMCTS's score over "
+            f"{ee['games']} games has a Wilson CI above {0.5 - SCORE_MARGIN} (margin "
+            f"{SCORE_MARGIN}), and its time per search is at least {FRACTION:g}x shorter "
+            "(ratio of medians, interleaved rounds, CI above the bound)"
+        ),
+    )
+    game_times = np.asarray(et["game_seconds"], dtype=float)
+    equal_time = Claim.all_of(
+        "At equal time per move RMCTS matches or exceeds MCTS-UCB's playing strength.",
+        [
+            score_claim(
+                f"equal time: RMCTS ({n}) is as strong as MCTS-UCB batched with a virtual loss "
+                f"({n_b}), margin {SCORE_MARGIN}",
+                et,
+                0.5 - SCORE_MARGIN,
+            ),
+            Claim.faster(
+                f"equal time, checked in the match: RMCTS's time per move is at most "
+                f"{TIME_SLACK:g}x MCTS-UCB's",
+                game_times[:, 0],
+                game_times[:, 1],
+                at_least=1 / TIME_SLACK,
+                names=("RMCTS", MCTSB_NAME),
+                paired=True,
+            ),
+        ],
+        rule=(
+            f"connect four, RMCTS at {n} evaluations per move vs MCTS-UCB batched with a "
+            f"virtual loss at {n_b}, the simulations that take RMCTS's time per search on "
+            f"validation positions: RMCTS's score over {et['games']} games has a Wilson CI "
+            f"above {0.5 - SCORE_MARGIN} (margin {SCORE_MARGIN}), and in those games its "
+            f"median time per move is at most {TIME_SLACK:g}x MCTS-UCB's (per-game medians, "
+            "paired by game, ratio of medians with its CI)"
+        ),
+    )
+    sequential = Claim.faster(
+        f"At equal evaluations RMCTS takes at most 1/{FRACTION:g} of the time per search of "
+        "sequential MCTS-UCB (no leaf batching; the old headline's baseline).",
+        speed[MCTS1_NAME].times_a,
+        speed[MCTS1_NAME].times_b,
+        at_least=FRACTION,
+        names=("RMCTS", MCTS1_NAME),
+        paired=True,
+    )
+    ra, rb = results["reference RMCTS"]["outcomes"], results["reference MCTS"]["outcomes"]
+    per_open_a = np.asarray(ra).reshape(-1, 2).mean(axis=1)  # both colours of one opening
+    per_open_b = np.asarray(rb).reshape(-1, 2).mean(axis=1)
+    reference = Claim.non_inferior(
+        "Against open_spiel's C++ MCTSBot with random rollouts, RMCTS is as strong as "
+        f"MCTS-UCB at equal time (margin {SCORE_MARGIN}).",
+        per_open_a,
+        per_open_b,
+        margin=SCORE_MARGIN,
+        names=("RMCTS", MCTSB_NAME),
+        test="wilcoxon",
+        metric=(
+            f"score per opening (2 games) against MCTSBot with {bot_sims} simulations, "
+            f"RMCTS at {n} vs MCTS-UCB at {n_b} evaluations"
+        ),
+    )
+    floor = score_claim(
+        "RMCTS's search is stronger than its network's policy alone (the floor: one "
+        "evaluation, no search).",
+        results["floor policy"],
+        0.5,
+    )
+    extra = []
+    if "mctx" in results:
+        extra.append(
+            score_claim(
+                f"At equal evaluations ({n} per move) RMCTS is as strong as mctx's Gumbel MuZero "
+                f"policy with the same network (margin {SCORE_MARGIN}).",
+                results["mctx"],
+                0.5 - SCORE_MARGIN,
+            )
+        )
+    rows_data = {k: v for k, v in results.items()}
+    data = {
+        "budget": n,
+        "equal_time_budget": n_b,
+        "bot_simulations": bot_sims,
+        "matches": rows_data,
+        "speed": {
+            k: {"times_a": list(c.times_a), "times_b": list(c.times_b)} for k, c in speed.items()
+        },
+    }
+    return [speed_table, table], [head, equal_time, sequential, reference, floor, *extra], data
 
 
-def _figure(ctx: RunContext, ttt_rows: list[dict], match_rows: list[dict]) -> None:
+# ---------------------------------------------------------------- run
+
+
+def _figure(ctx: RunContext, ttt: dict, c4: dict) -> None:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     colors = {RMCTS_NAME: "C3", MCTS1_NAME: "C0", MCTSB_NAME: "C2"}
     for ev_name, style in (("self-play network", "-"), ("random rollouts", ":")):
         for method, color in colors.items():
-            pts = [r for r in ttt_rows if r["method"] == method and r["evaluator"] == ev_name]
-            if not pts:
-                continue
-            x = [r["evaluations"] for r in pts]
-            y = [r["optimal move"] for r in pts]
-            t = [r["ms / search"] for r in pts]
+            x = ttt["budgets"]
+            y = [ttt["rates"][f"{ev_name} | {method} | {b}"] for b in x]
             axes[0].plot(x, y, style, marker="o", color=color, label=f"{method}, {ev_name}")
-            axes[1].plot(t, y, style, marker="o", color=color, label=f"{method}, {ev_name}")
     axes[0].set(
         xscale="log",
         xlabel="network evaluations per search",
         ylabel="optimal-move rate",
         title="Tic-tac-toe: equal evaluations",
     )
-    axes[1].set(
-        xscale="log",
-        xlabel="wall time per search (ms)",
-        ylabel="optimal-move rate",
-        title="Tic-tac-toe: equal time",
-    )
     axes[0].legend(fontsize=6)
-    labels = [f"{r['game']}: {r['kind']}\nn={r['budget A']} vs {r['budget B']}" for r in match_rows]
-    scores = np.array([r["score A"] for r in match_rows])
+    rows = list(c4["matches"].values())
+    scores = np.array([r["score A"] for r in rows])
     err = np.array(
-        [[s - r["ci_low"], r["ci_high"] - s] for s, r in zip(scores, match_rows, strict=True)]
+        [[s - r["ci_low"], r["ci_high"] - s] for s, r in zip(scores, rows, strict=True)]
     ).T
-    axes[2].bar(range(len(scores)), scores, yerr=err, color="C3", capsize=3)
-    axes[2].axhline(0.5, color="k", lw=0.8, ls="--")
-    axes[2].set_xticks(range(len(scores)), labels, fontsize=6, rotation=30, ha="right")
-    axes[2].set(
-        ylim=(0, 1),
-        ylabel="score of the first-named search (RMCTS or MCTS-UCB)",
-        title="Matches (95% CI)",
-    )
+    axes[1].barh(range(len(rows)), scores, xerr=err, color="C3", capsize=3)
+    axes[1].axvline(0.5, color="k", lw=0.8, ls="--")
+    axes[1].axvline(0.5 - SCORE_MARGIN, color="C7", lw=0.8, ls=":")
+    axes[1].set_yticks(range(len(rows)), [r["match (A vs B)"] for r in rows], fontsize=6)
+    axes[1].set(xlim=(0, 1), xlabel="score of A (95% Wilson CI)", title="Connect four matches")
     fig.tight_layout()
     ctx.save_figure(fig, "rmcts")
 
 
-def _accuracy_at_equal_time(ttt_rows: list[dict], ev_name: str) -> float:
-    """Mean of RMCTS's optimal-move rate minus MCTS-UCB's, interpolated at RMCTS's times."""
-    rm = [r for r in ttt_rows if r["method"] == RMCTS_NAME and r["evaluator"] == ev_name]
-    mc = sorted(
-        (r for r in ttt_rows if r["method"] == MCTS1_NAME and r["evaluator"] == ev_name),
-        key=lambda r: r["ms / search"],
-    )
-    t_mc = np.log([r["ms / search"] for r in mc])
-    a_mc = np.array([r["optimal move"] for r in mc])
-    diffs = [
-        r["optimal move"] - float(np.interp(np.log(r["ms / search"]), t_mc, a_mc))
-        for r in rm
-        if t_mc[0] <= np.log(r["ms / search"]) <= t_mc[-1]
-    ]
-    return float(np.mean(diffs)) if diffs else float("nan")
-
-
 def run(ctx: RunContext) -> Result:
-    """Train (or load cached) networks, measure policy quality and play the matches."""
+    """Train (or load cached) networks, measure policy quality, time and play the matches."""
     # Tiny networks on small batches: one thread avoids OpenMP spin contention.
     with torch_threads(1):
+        _one_thread()
         return _run(ctx)
 
 
 def _run(ctx: RunContext) -> Result:
     notes = []
-    ttt_cfg = _ttt_configs(ctx)
+    ttt_cfg, c4_cfg = _ttt_config(ctx), _c4_config(ctx)
     ttt_net, ttt_log = load_or_train(
         "tic_tac_toe", ttt_cfg, device=ctx.device, progress=ctx.progress
     )
-    c4_cfg = _c4_config(ctx)
     c4_net, c4_log = load_or_train("connect_four", c4_cfg, device=ctx.device, progress=ctx.progress)
-    trained = [("tic-tac-toe", ttt_cfg, ttt_log), ("connect four", c4_cfg, c4_log)]
-    hex_cfg = _hex_config(ctx)
-    hex_net = None
-    if hex_cfg is not None:
-        hex_net, hex_log = load_or_train(HEX, hex_cfg, device=ctx.device, progress=ctx.progress)
-        trained.append(("hex 5x5", hex_cfg, hex_log))
-    for name, cfg, log in trained:
+    for name, cfg, log in (("tic-tac-toe", ttt_cfg, ttt_log), ("connect four", c4_cfg, c4_log)):
         notes.append(
             f"{name} network: {cfg.iterations} x {cfg.games_per_iteration} self-play games with "
             f"RMCTS at {cfg.simulations} evaluations per move, trained in "
             f"{float(log['seconds'][0]):.1f} s (cached afterwards); final policy / value loss "
             f"{float(log['policy_loss'][-1]):.3f} / {float(log['value_loss'][-1]):.3f}."
         )
-    evaluators = {
-        "self-play network": NetworkEvaluator(ttt_net, ctx.device),
-        "random rollouts": RolloutEvaluator(num_rollouts=1, seed=ctx.seed),
-    }
-    ttt_table, ttt_rows = _tic_tac_toe(ctx, evaluators)
-    c4_table, c4_rows = _matches(
-        ctx,
-        "connect_four",
-        "Connect four",
-        NetworkEvaluator(c4_net, ctx.device),
-        budgets=ctx.pick([16], [64, 256], [64, 256, 1024]),
-        n_openings=ctx.pick(1, 16, 50),
-        plies=2,
-        bot_sims=ctx.pick(50, 1000, 4000),
-    )
-    for r in c4_rows:
-        r["game"] = "connect four"
-    tables = [ttt_table, c4_table]
-    hex_rows: list[dict] = []
-    if hex_net is not None:
-        hex_table, hex_rows = _matches(
-            ctx,
-            HEX,
-            "Hex 5x5",
-            NetworkEvaluator(hex_net, ctx.device),
-            budgets=ctx.pick([16], [128], [128, 512]),
-            n_openings=ctx.pick(1, 12, 25),
-            plies=1,
-            bot_sims=None,
+    ttt_tables, ttt_claims, ttt_data = _tic_tac_toe(ctx, ttt_net)
+    processes = ctx.pick(1, 2, 2)
+    executor = None
+    if processes > 1:
+        executor = ProcessPoolExecutor(
+            processes, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
         )
-        for r in hex_rows:
-            r["game"] = "hex 5x5"
-        tables.append(hex_table)
-    _figure(ctx, ttt_rows, c4_rows + hex_rows)
-
-    eq = [r for r in c4_rows if r["kind"] == "equal evaluations"][-1]
-    head = Claim.check(
-        "RMCTS matches or exceeds MCTS-UCB's playing strength at a small fraction of its time "
-        "per move.",
-        (
-            "connect four, largest budget, equal network evaluations per move: RMCTS's score vs "
-            "MCTS-UCB (batch 1) has a 95% upper bound >= 0.5 (not significantly weaker) and its "
-            "time per move is <= 0.5 x MCTS-UCB's"
-        ),
-        {
-            "budget": eq["budget A"],
-            "score": eq["score A"],
-            "ci_low": eq["ci_low"],
-            "ci_high": eq["ci_high"],
-            "time_ratio": eq["time ratio A/B"],
-        },
-        lambda v: v["ci_high"] >= 0.5 and v["time_ratio"] <= 0.5,
-    )
-
-    et = next(r for r in c4_rows if r["kind"] == "equal time")
-    equal_time = Claim.check(
-        "At equal time per move RMCTS matches or exceeds MCTS-UCB's playing strength.",
-        (
-            "connect four: RMCTS at the largest budget vs MCTS-UCB (batch 1) given as many "
-            "simulations as fit in RMCTS's measured time per move: RMCTS's score >= 0.5"
-        ),
-        {
-            "rmcts_budget": et["budget A"],
-            "mcts_budget": et["budget B"],
-            "score": et["score A"],
-            "ci_low": et["ci_low"],
-            "ci_high": et["ci_high"],
-            "time_ratio": et["time ratio A/B"],
-        },
-        lambda v: v["score"] >= 0.5,
-    )
-
-    claims = [head, equal_time]
-    if hex_rows:
-        hx = [r for r in hex_rows if r["kind"] == "equal evaluations"][-1]
-        hx_time = next(r for r in hex_rows if r["kind"] == "equal time")
-        claims.append(
-            Claim.check(
-                "On hex 5x5 too, RMCTS matches MCTS-UCB's playing strength at a fraction of its "
-                "time per move, and matches or exceeds it at equal time.",
-                (
-                    "hex 5x5: at equal evaluations RMCTS's score vs MCTS-UCB (batch 1) has a 95% "
-                    "upper bound >= 0.5 with time per move <= 0.5 x MCTS-UCB's, and at equal "
-                    "time its score is >= 0.5"
-                ),
-                {
-                    "budget": hx["budget A"],
-                    "score": hx["score A"],
-                    "ci_high": hx["ci_high"],
-                    "time_ratio": hx["time ratio A/B"],
-                    "equal_time_score": hx_time["score A"],
-                    "equal_time_mcts_budget": hx_time["budget B"],
-                },
-                lambda v: (
-                    v["ci_high"] >= 0.5 and v["time_ratio"] <= 0.5 and v["equal_time_score"] >= 0.5
-                ),
-            )
-        )
-
-    def mean_acc(method: str) -> float:
-        return float(
-            np.mean(
-                [
-                    r["optimal move"]
-                    for r in ttt_rows
-                    if r["method"] == method and r["evaluator"] == "self-play network"
-                ]
-            )
-        )
-
-    ttt_equal = Claim.check(
-        "On tic-tac-toe RMCTS picks optimal moves as often as MCTS-UCB at equal evaluations.",
-        (
-            "self-play network: optimal-move rate averaged over budgets, RMCTS >= MCTS-UCB "
-            "(batch 1) - 0.02"
-        ),
-        {"rmcts": mean_acc(RMCTS_NAME), "mcts_ucb": mean_acc(MCTS1_NAME)},
-        lambda v: v["rmcts"] >= v["mcts_ucb"] - 0.02,
-    )
-    ttt_time = Claim.check(
-        "On tic-tac-toe RMCTS picks optimal moves at least as often as MCTS-UCB at equal time.",
-        (
-            "self-play network: RMCTS's optimal-move rate minus MCTS-UCB's (batch 1, "
-            "interpolated in log-time at RMCTS's time per search), averaged, >= 0"
-        ),
-        {"mean_difference": _accuracy_at_equal_time(ttt_rows, "self-play network")},
-        lambda v: v["mean_difference"] >= 0,
-    )
+    try:
+        c4_tables, c4_claims, c4_data = _connect_four(ctx, c4_net, executor)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    _figure(ctx, ttt_data, c4_data)
     notes.append(
         "Budgets count tree nodes (RMCTS) or simulations (MCTS-UCB), the root included; "
         "terminal nodes cost no network evaluation. Times are wall times of single-threaded "
-        f"Python searches with a torch network on {ctx.device}."
+        f"Python searches with a torch network on {ctx.device}. Matches ran in {processes} "
+        "worker process(es): each game is played whole in one process, both sides moving in "
+        "turn there, so machine load slows both alike; the searches are deterministic, so the "
+        "outcomes do not depend on the number of processes."
     )
     return Result(
-        tables=tables,
-        claims=[*claims, ttt_equal, ttt_time],
+        tables=[*c4_tables, *ttt_tables],
+        claims=[*c4_claims, *ttt_claims],
         notes=notes,
         data={
-            "tic_tac_toe": ttt_rows,
-            "connect_four": c4_rows,
-            "hex_5x5": hex_rows,
+            "tic_tac_toe": ttt_data,
+            "connect_four": c4_data,
             "ttt_training": {k: v.tolist() for k, v in ttt_log.items()},
             "c4_training": {k: v.tolist() for k, v in c4_log.items()},
         },

@@ -1,9 +1,11 @@
 """A small AlphaZero-style self-play trainer, and a cache of trained networks.
 
-Each iteration plays games against itself with a search (RMCTS by default, since it is
-the fast one; MCTS-UCB on request), with Dirichlet noise at the root and moves sampled
-from the root policy for the first ``sample_moves`` plies, then fits the network to the
-root policies (cross-entropy) and the final outcomes (squared error) of a replay buffer.
+Each iteration plays ``games_per_iteration`` games against itself with a search (RMCTS
+by default, since it is the fast one; MCTS-UCB on request), all games in lockstep through
+the search's batched roots (one evaluator call per step for every game), with Dirichlet
+noise at the root and moves sampled from the root policy for the first ``sample_moves``
+plies, then fits the network to the root policies (cross-entropy) and the final outcomes
+(squared error) of a replay buffer.
 """
 
 from __future__ import annotations
@@ -19,12 +21,16 @@ from typing import Any
 
 import numpy as np
 import torch
+from icml26_core.validation import check_choice, check_float, check_int
 
 from rmcts.evaluators import NetworkEvaluator, PolicyValueNet
 from rmcts.games import encode_states, load_game
 from rmcts.search import MCTS, RMCTS
 
 __all__ = ["SelfPlayConfig", "load_or_train", "train_selfplay"]
+
+_TRAINER_VERSION = 2
+"""Part of the cache key: 2 plays the games in lockstep (batched roots)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,10 @@ class SelfPlayConfig:
         hidden: Width of the network.
         layers: Residual blocks of the network.
         seed: Seed of the network initialization, noise and sampling.
+
+    Raises:
+        TypeError: If a count is not an integer or a rate not a number.
+        ValueError: If a value is out of range, or ``search`` is not "rmcts" or "mcts".
     """
 
     iterations: int = 10
@@ -79,35 +89,90 @@ class SelfPlayConfig:
             "hidden",
             "layers",
         ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.search not in ("rmcts", "mcts"):
-            raise ValueError(f"search must be 'rmcts' or 'mcts', got {self.search!r}")
-        if self.sample_moves < 0:
-            raise ValueError(f"sample_moves must be >= 0, got {self.sample_moves}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
+            check_int(name, getattr(self, name), low=1)
+        check_choice("search", self.search, ("rmcts", "mcts"))
+        check_int("sample_moves", self.sample_moves, low=0)
+        check_float("lr", self.lr, low=0.0, low_inclusive=False)
+        check_float("c", self.c, low=0.0)
+        check_float("dirichlet_alpha", self.dirichlet_alpha, low=0.0, low_inclusive=False)
+        check_float("weight_decay", self.weight_decay, low=0.0)
 
 
-def _play_game(game: Any, search: Any, cfg: SelfPlayConfig, rng: np.random.Generator) -> tuple:
-    state = game.new_initial_state()
-    observations, policies, players = [], [], []
-    ply = 0
-    while not state.is_terminal():
-        res = search.search(state)
-        observations.append(encode_states([state])[0])
-        policies.append(res.policy.astype(np.float32))
-        players.append(state.current_player())
-        if ply < cfg.sample_moves:
-            action = int(rng.choice(len(res.policy), p=res.policy / res.policy.sum()))
-        else:
-            action = res.action
-        state.apply_action(action)
-        ply += 1
-    returns = state.returns()
-    outcomes = np.array([returns[p] for p in players], dtype=np.float32)
-    return np.stack(observations), np.stack(policies), outcomes
+class _Adam:
+    """Adam with L2 weight decay, the update of ``torch.optim.Adam`` (defaults betas, eps).
+
+    A few lines instead of ``torch.optim.Adam`` because building any ``torch.optim``
+    optimizer imports ``torch._dynamo`` (torch 2.15), which costs about 20 s of CPU on a
+    busy 2-core machine: more than a smoke-scale training run. A slow test checks that
+    both give the same parameters.
+    """
+
+    def __init__(
+        self,
+        params: list[torch.nn.Parameter],
+        lr: float,
+        weight_decay: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
+        self.params, self.lr, self.weight_decay = params, lr, weight_decay
+        self.betas, self.eps, self.t = betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2 = self.betas
+        for p, m, v in zip(self.params, self.m, self.v, strict=True):
+            if p.grad is None:
+                continue
+            g = p.grad.add(p, alpha=self.weight_decay) if self.weight_decay else p.grad
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v / (1 - b2**self.t)).sqrt_().add_(self.eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))
+
+
+def _play_games(
+    game: Any, search: Any, cfg: SelfPlayConfig, rng: np.random.Generator, count: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Play ``count`` self-play games in lockstep, one batched search per ply for all."""
+    states = [game.new_initial_state() for _ in range(count)]
+    records: list[list[tuple[np.ndarray, np.ndarray, int]]] = [[] for _ in range(count)]
+    plies = [0] * count
+    while True:
+        for state in states:  # chance outcomes are drawn, not searched
+            while state.is_chance_node():
+                outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+                state.apply_action(int(outcomes[rng.choice(len(probs), p=probs)]))
+        active = [j for j, s in enumerate(states) if not s.is_terminal()]
+        if not active:
+            break
+        results = search.search_batch([states[j] for j in active])
+        for j, res in zip(active, results, strict=True):
+            state = states[j]
+            records[j].append(
+                (encode_states([state])[0], res.policy.astype(np.float32), state.current_player())
+            )
+            if plies[j] < cfg.sample_moves:
+                action = int(rng.choice(len(res.policy), p=res.policy / res.policy.sum()))
+            else:
+                action = res.action
+            state.apply_action(action)
+            plies[j] += 1
+    observations, policies, outcomes_ = [], [], []
+    for state, rec in zip(states, records, strict=True):
+        returns = state.returns()
+        for obs, pol, player in rec:
+            observations.append(obs)
+            policies.append(pol)
+            outcomes_.append(returns[player])
+    return (np.stack(observations), np.stack(policies), np.asarray(outcomes_, dtype=np.float32))
 
 
 def train_selfplay(
@@ -144,7 +209,7 @@ def train_selfplay(
     num_actions = game.num_distinct_actions()
     dev = torch.device(device)
     net = PolicyValueNet(obs_size, num_actions, cfg.hidden, cfg.layers).to(dev)
-    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = _Adam(list(net.parameters()), lr=cfg.lr, weight_decay=cfg.weight_decay)
     evaluator = NetworkEvaluator(net, device)
     search_cls = RMCTS if cfg.search == "rmcts" else MCTS
     search = search_cls(
@@ -165,11 +230,10 @@ def train_selfplay(
         rounds = progress(rounds, f"self-play {game.get_type().short_name}")
     for _ in rounds:
         net.eval()
-        for _ in range(cfg.games_per_iteration):
-            o, p, z = _play_game(game, search, cfg, rng)
-            buf_obs = np.concatenate([buf_obs, o])[-cfg.buffer_size :]
-            buf_pol = np.concatenate([buf_pol, p])[-cfg.buffer_size :]
-            buf_z = np.concatenate([buf_z, z])[-cfg.buffer_size :]
+        o, p, z = _play_games(game, search, cfg, rng, cfg.games_per_iteration)
+        buf_obs = np.concatenate([buf_obs, o])[-cfg.buffer_size :]
+        buf_pol = np.concatenate([buf_pol, p])[-cfg.buffer_size :]
+        buf_z = np.concatenate([buf_z, z])[-cfg.buffer_size :]
         net.train()
         x_all = torch.from_numpy(buf_obs).to(dev)
         p_all = torch.from_numpy(buf_pol).to(dev)
@@ -233,7 +297,13 @@ def load_or_train(
         raise TypeError(f"game must be a game name (str) for caching, got {type(game).__name__}")
     cfg = config if config is not None else SelfPlayConfig()
     key = json.dumps(
-        {"game": game, "torch": torch.__version__.split("+")[0], **asdict(cfg)}, sort_keys=True
+        {
+            "game": game,
+            "torch": torch.__version__.split("+")[0],
+            "trainer": _TRAINER_VERSION,
+            **asdict(cfg),
+        },
+        sort_keys=True,
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     safe = "".join(ch if ch.isalnum() else "_" for ch in game)

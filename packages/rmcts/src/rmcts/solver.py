@@ -18,7 +18,11 @@ class MinimaxSolver:
     """Memoized negamax over the whole game tree.
 
     Args:
-        game: A ``pyspiel.Game`` small enough to solve (tic-tac-toe: 5,478 states).
+        game: A deterministic ``pyspiel.Game`` small enough to solve (tic-tac-toe: 5,478
+            states).
+
+    Raises:
+        ValueError: If ``game`` has chance nodes (negamax needs a deterministic game).
 
     Example:
         >>> from rmcts import load_game
@@ -28,6 +32,13 @@ class MinimaxSolver:
     """
 
     def __init__(self, game: Any) -> None:
+        import pyspiel
+
+        if game.get_type().chance_mode != pyspiel.GameType.ChanceMode.DETERMINISTIC:
+            raise ValueError(
+                f"MinimaxSolver needs a deterministic game, got {game.get_type().short_name!r} "
+                f"with chance mode {game.get_type().chance_mode.name}"
+            )
         self.game = game
         self._values: dict[tuple[str, int], float] = {}
 

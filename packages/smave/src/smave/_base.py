@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+from icml26_core.validation import check_int
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+_DTYPES = (np.float64, np.float32)
 
 
 def whitening(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -43,24 +44,20 @@ def orthonormal_rows(W: np.ndarray, Bz: np.ndarray) -> np.ndarray:
     return rows * signs[:, None]
 
 
-def check_int(name: str, value: object, low: int) -> int:
-    """Return ``value`` as an int >= ``low``, or raise TypeError/ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
-
-
-def check_float(name: str, value: object, low: float, *, strict: bool = True) -> float:
-    """Return ``value`` as a finite float > ``low`` (>= if not strict), or raise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    v = float(value)
-    if not np.isfinite(v) or v < low or (strict and v == low):
-        op = ">" if strict else ">="
-        raise ValueError(f"{name} must be a finite number {op} {low}, got {value!r}")
-    return v
+def _check_target(y) -> np.ndarray:
+    """``y`` as a float64 array, or a TypeError naming it if it is not numeric."""
+    arr = np.asarray(y)
+    if arr.dtype.kind in "biufc":  # complex: scikit-learn's validation rejects it
+        return arr
+    if arr.dtype.kind == "O":
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(
+        f"y must be numeric (the response of a regression), got an array of dtype "
+        f"{arr.dtype}; encode categories as numbers before a dimension reduction"
+    )
 
 
 class SubspaceEstimator(TransformerMixin, BaseEstimator):
@@ -75,6 +72,7 @@ class SubspaceEstimator(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         tags.input_tags.allow_nan = False
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
     def _min_samples(self, d: int) -> int:
@@ -83,9 +81,13 @@ class SubspaceEstimator(TransformerMixin, BaseEstimator):
     def fit(self, X, y):
         """Estimate the dimension reduction subspace from ``X`` and ``y``.
 
+        The computation runs in float64 whatever the input; ``components_`` and
+        ``mean_`` are stored in the input's dtype (float32 stays float32, anything else
+        becomes float64), so ``transform`` returns that dtype too.
+
         Args:
             X: array-like (n_samples, n_features), finite.
-            y: array-like (n_samples,), finite and not constant.
+            y: array-like (n_samples,), numeric, finite and not constant.
 
         Returns:
             self, with ``components_`` (n_components, n_features) an orthonormal basis of
@@ -94,13 +96,18 @@ class SubspaceEstimator(TransformerMixin, BaseEstimator):
         Raises:
             ValueError: ``n_components`` not smaller than ``n_features`` (or the rank of
                 ``X``), NaN/inf, constant ``y``, or too few samples.
-            TypeError: a hyperparameter of the wrong type.
+            TypeError: a non-numeric ``y``, or a hyperparameter of the wrong type.
         """
+        if y is not None:
+            y = _check_target(y)
         X, y = validate_data(
-            self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2, copy=False
+            self, X, y, dtype=list(_DTYPES), y_numeric=True, ensure_min_samples=2, copy=False
         )
+        dtype = X.dtype
+        X = X.astype(np.float64, copy=False)
+        y = np.asarray(y, dtype=np.float64)
         n, p = X.shape
-        d = check_int("n_components", self.n_components, 1)
+        d = check_int("n_components", self.n_components, low=1)
         if d >= p:
             raise ValueError(
                 f"n_components={d} must be smaller than n_features={p}: a dimension "
@@ -125,8 +132,8 @@ class SubspaceEstimator(TransformerMixin, BaseEstimator):
             raise ValueError(f"n_components={d} must be smaller than the rank of X ({Z.shape[1]})")
         rng = check_random_state(self.random_state)
         Bz = self._fit_whitened(Z, ys, rng, W)
-        self.mean_ = mean
-        self.components_ = orthonormal_rows(W, Bz)
+        self.mean_ = mean.astype(dtype, copy=False)
+        self.components_ = orthonormal_rows(W, Bz).astype(dtype, copy=False)
         self.basis_whitened_ = Bz
         self.whitening_ = W
         return self
@@ -146,10 +153,12 @@ class SubspaceEstimator(TransformerMixin, BaseEstimator):
             X: array-like (n_samples, n_features).
 
         Returns:
-            float array (n_samples, n_components): ``(X - mean_) @ components_.T``.
+            array (n_samples, n_components) of ``components_``'s dtype:
+            ``(X - mean_) @ components_.T``.
         """
         check_is_fitted(self, "components_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=list(_DTYPES), reset=False)
+        X = X.astype(self.components_.dtype, copy=False)
         return (X - self.mean_) @ self.components_.T
 
     def get_feature_names_out(self, input_features=None):

@@ -24,38 +24,53 @@ References:
 from __future__ import annotations
 
 import numpy as np
+from icml26_core.validation import check_choice, check_float, check_int
 from scipy.spatial import cKDTree
 
-from smave._base import SubspaceEstimator, check_float, check_int
+from smave._base import SubspaceEstimator
 from smave._init import basis_from_rows, moment_directions
 from smave.criterion import gaussian_weights, local_linear_fit
 
-__all__ = ["MAVE", "OPG", "RMAVE"]
+__all__ = ["MAVE", "OPG", "RMAVE", "opg_directions"]
 
 _CHUNK_ELEMENTS = 4_000_000  # bound on the temporaries of one block of centres
 
 
-def _ambient_neighbours(Z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k nearest neighbours of every point (itself included), sorted by distance."""
+def _ambient_neighbours(
+    Z: np.ndarray, k: int, centers: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest points of ``Z`` to each centre (itself included), sorted by distance.
+
+    Args:
+        Z: float array (n, p).
+        k: Neighbours per centre, ``k <= n``.
+        centers: int array (m,) of centre indices, or None for every point.
+
+    Returns:
+        ``(dist, nb)``, both (m, k).
+    """
     n, p = Z.shape
+    Q = Z if centers is None else Z[centers]
+    m = Q.shape[0]
     if p <= 15:
-        dist, nb = cKDTree(Z).query(Z, k=k)
-        return dist.reshape(n, k), nb.reshape(n, k)
+        dist, nb = cKDTree(Z).query(Q, k=k)
+        return dist.reshape(m, k), nb.reshape(m, k)
     # brute force by blocks: a k-d tree degrades to it in high dimension anyway
     sq = np.sum(Z**2, axis=1)
-    dist = np.empty((n, k))
-    nb = np.empty((n, k), dtype=np.intp)
+    sq_q = np.sum(Q**2, axis=1)
+    dist = np.empty((m, k))
+    nb = np.empty((m, k), dtype=np.intp)
     step = max(1, _CHUNK_ELEMENTS // n)
-    for s in range(0, n, step):
-        J = slice(s, min(n, s + step))
-        d2 = np.maximum(sq[J, None] - 2.0 * Z[J] @ Z.T + sq[None, :], 0.0)
+    for s in range(0, m, step):
+        J = slice(s, min(m, s + step))
+        d2 = np.maximum(sq_q[J, None] - 2.0 * Q[J] @ Z.T + sq[None, :], 0.0)
         part = (
             np.argpartition(d2, k - 1, axis=1)[:, :k]
             if k < n
             else np.tile(np.arange(n), (d2.shape[0], 1))
         )
         d2k = np.take_along_axis(d2, part, axis=1)
-        order = np.argsort(d2k, axis=1)
+        order = np.argsort(d2k, axis=1, kind="stable")
         nb[J] = np.take_along_axis(part, order, axis=1)
         dist[J] = np.sqrt(np.take_along_axis(d2k, order, axis=1))
     return dist, nb
@@ -69,23 +84,67 @@ def _ambient_k(n_neighbors, n: int, p: int) -> int:
 
 def _check_common(est) -> None:
     if not (isinstance(est.n_neighbors, str) and est.n_neighbors == "auto"):
-        check_int("n_neighbors", est.n_neighbors, 2)
-    check_float("ridge", est.ridge, 0.0)
+        check_int("n_neighbors", est.n_neighbors, low=2)
+    check_float("ridge", est.ridge, low=0.0, low_inclusive=False)
 
 
-def _opg_matrix(Z: np.ndarray, y: np.ndarray, k: int, ridge: float) -> np.ndarray:
-    """``(1/n) sum_j b_j b_j^T`` from ambient local linear fits (p, p)."""
+def _opg_matrix(
+    Z: np.ndarray, y: np.ndarray, k: int, ridge: float, centers: np.ndarray | None = None
+) -> np.ndarray:
+    """``(1/m) sum_j b_j b_j^T`` from ambient local linear fits (p, p).
+
+    Args:
+        Z: float array (n, p), whitened covariates.
+        y: float array (n,).
+        k: Ambient neighbours per local fit.
+        ridge: Ridge of the slopes relative to the squared neighbourhood radius.
+        centers: int array (m,) of the centres ``j`` (None: every point, Xia et al.'s
+            OPG); the neighbours are always searched among all n points.
+    """
     n, p = Z.shape
-    dist, nb = _ambient_neighbours(Z, k)
+    dist, nb = _ambient_neighbours(Z, k, centers)
+    C = np.arange(n) if centers is None else np.asarray(centers)
     w, h = gaussian_weights(dist)
     M = np.zeros((p, p))
     step = max(1, _CHUNK_ELEMENTS // (k * p))
-    for s in range(0, n, step):
-        J = slice(s, min(n, s + step))
-        U = Z[nb[J]] - Z[J][:, None, :]
+    for s in range(0, C.size, step):
+        J = slice(s, min(C.size, s + step))
+        U = Z[nb[J]] - Z[C[J]][:, None, :]
         _, b, _ = local_linear_fit(U, w[J], y[nb[J]], ridge * h[J] ** 2)
         M += b.T @ b
-    return M / n
+    return M / C.size
+
+
+def opg_directions(
+    Z: np.ndarray,
+    y: np.ndarray,
+    d: int,
+    rng: np.random.RandomState,
+    *,
+    n_centers: int = 256,
+    ridge: float = 1e-2,
+) -> np.ndarray:
+    """A cheap OPG start: local gradients at ``n_centers`` random centres only.
+
+    Xia et al.'s OPG fits a local linear model at every point (O(n k p^2)); a start
+    needs only the top eigenvectors of the mean outer product of gradients, which a
+    random subset of centres estimates at O(n_centers (n p + k p^2)).
+
+    Args:
+        Z: float array (n, r), whitened covariates.
+        y: float array (n,), standardized response.
+        d: Number of directions.
+        rng: Random state for the centres.
+        n_centers: Centres to fit (all n if fewer).
+        ridge: Ridge of the local slopes relative to the squared radius.
+
+    Returns:
+        float array (r, d) with orthonormal columns.
+    """
+    n, p = Z.shape
+    k = _ambient_k("auto", n, p)
+    centers = None if n <= n_centers else np.sort(rng.choice(n, n_centers, replace=False))
+    return _top_eigenvectors(_opg_matrix(Z, y, k, ridge, centers), d)
 
 
 def _top_eigenvectors(M: np.ndarray, d: int) -> np.ndarray:
@@ -247,11 +306,11 @@ class MAVE(SubspaceEstimator):
         if not isinstance(self.refine, bool | np.bool_):
             raise TypeError(f"refine must be a bool, got {type(self.refine).__name__}")
         if not (isinstance(self.bandwidth, str) and self.bandwidth == "auto"):
-            check_float("bandwidth", self.bandwidth, 0.0)
-        check_int("max_iter", self.max_iter, 1)
-        check_float("tol", self.tol, 0.0, strict=False)
-        if isinstance(self.init, str) and self.init not in ("opg", "moments"):
-            raise ValueError(f"init must be 'opg', 'moments' or an array, got {self.init!r}")
+            check_float("bandwidth", self.bandwidth, low=0.0, low_inclusive=False)
+        check_int("max_iter", self.max_iter, low=1)
+        check_float("tol", self.tol, low=0.0)
+        if isinstance(self.init, str):
+            check_choice("init", self.init, ("opg", "moments"))
 
     def _min_samples(self, d: int) -> int:
         if isinstance(self.n_neighbors, str):

@@ -2,45 +2,91 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+from icml26_core.validation import check_choice, check_float, check_int
 from scipy.spatial import cKDTree
 
-from smave._base import SubspaceEstimator, check_float, check_int
+from smave._base import SubspaceEstimator
 from smave._init import basis_from_rows, moment_directions, random_stiefel
+from smave._localize import bandwidth_floor, kernel_weights, localize
+from smave.baselines import opg_directions
 from smave.criterion import (
     Localization,
-    gaussian_weights,
     local_value_and_gradient,
     retract_qr,
     riemannian_gradient,
 )
 
-__all__ = ["SMAVE", "default_n_neighbors", "ideal_neighbors", "neighbour_pool_size"]
+__all__ = [
+    "SMAVE",
+    "TiedNeighborsWarning",
+    "default_max_iter",
+    "default_n_neighbors",
+    "ideal_neighbors",
+    "neighbour_pool_size",
+]
 
 _VARIANTS = ("full", "simplified")
-# K = n^(4/(d+4)) / 4: the constant picked on the synthetic models at p = 20, 50
+_INITS = ("auto", "moments", "opg", "random")
+_START_CENTERS = 256  # centres on which init="auto" compares its candidate starts
+_TIE_WARN_FRACTION = 0.01
+
+
+class TiedNeighborsWarning(UserWarning):
+    """Many projected neighbourhoods were tied (discrete covariates or duplicated rows).
+
+    SMAVE widens such neighbourhoods until they span the projected directions (see the
+    ``bandwidth_floor`` argument and the README), which keeps the local fits well
+    posed; the warning says that the data are far from continuous along the estimate,
+    where local smoothing in the projected space is least reliable.
+    """
+
+
+# K = n^(4/(d+4)) / 4 (kept from the first version; re-checked on validation seeds)
 _BANDWIDTH_SCALE = 0.25
 
 
-def default_n_neighbors(n_samples: int, n_components: int) -> int:
+def default_n_neighbors(n_samples: int, n_components: int, n_distinct: int | None = None) -> int:
     """Neighbourhood size ``k`` of one local fit when ``n_neighbors="auto"``.
 
     ``K`` (:func:`ideal_neighbors`) clipped to ``[10 (d + 1), 50]``: the floor keeps the
     local slopes of small samples from fitting noise, the cap keeps a step cheap.
     """
-    K = ideal_neighbors(n_samples, n_components)
+    K = ideal_neighbors(n_samples, n_components, n_distinct)
     return int(min(n_samples, max(10 * (n_components + 1), min(K, 50))))
 
 
-def ideal_neighbors(n_samples: int, n_components: int) -> int:
+def ideal_neighbors(n_samples: int, n_components: int, n_distinct: int | None = None) -> int:
     """Number of points ``K`` inside the rate-optimal local-linear bandwidth.
 
     ``K ~ n^(4/(d+4))`` points fall within ``h ~ n^(-1/(d+4))``, the rate-optimal
     bandwidth of a local linear fit in d dimensions; we use ``K = n^(4/(d+4)) / 4`` and
     ``K >= 4 (d + 1)``, which keeps every local fit well posed.
+
+    Duplicated rows do not add locations to smooth over: with ``n_distinct < n``
+    distinct rows the rule counts locations, ``K_loc`` from ``n_distinct``, and ``K`` is
+    that many locations' worth of points, ``K_loc * n / n_distinct``. Without this, a
+    neighbourhood of k points could hold a handful of locations and its local linear
+    fit would interpolate their means instead of smoothing.
     """
-    K = round(_BANDWIDTH_SCALE * n_samples ** (4.0 / (n_components + 4)))
-    return int(min(max(4 * (n_components + 1), K), n_samples))
+    n_loc = n_samples if n_distinct is None else max(1, min(int(n_distinct), n_samples))
+    K_loc = round(_BANDWIDTH_SCALE * n_loc ** (4.0 / (n_components + 4)))
+    K_loc = max(4 * (n_components + 1), K_loc)
+    K = round(K_loc * n_samples / n_loc)
+    return int(min(K, n_samples))
+
+
+def default_max_iter(n_samples: int) -> int:
+    """Step budget when ``max_iter="auto"``: 200 up to n = 4000, then ``200 sqrt(n / 4000)``.
+
+    On validation seeds (``benchmarks/validate_constants.py``) 200 steps reach RMAVE's
+    accuracy within 10% at n = 1000 and 4000 and 400 to 1600 steps do not do better; the
+    growth beyond keeps the averaged SGD noise, ``~ (steps * batch)^(-1/2)``, from
+    dominating the statistical error as n grows.
+    """
+    return round(200 * max(1.0, float(np.sqrt(n_samples / 4000.0))))
 
 
 def neighbour_pool_size(n_samples: int, k: int, K: int) -> int:
@@ -64,21 +110,22 @@ class SMAVE(SubspaceEstimator):
 
     .. math::
         F(B) = \frac1m \sum_j \Big[\sum_{i \in N_j} w_{ij} (y_i - \bar y_j)^2
-               - \min_{a, b} \sum_{i \in N_j} w_{ij} (y_i - a - b^\top B^\top (z_i - z_j))^2
-               + \lambda_j |b|^2 \Big],
+               - \min_{a, b} \Big( \sum_{i \in N_j} w_{ij} (y_i - a - b^\top B^\top (z_i - z_j))^2
+               + \lambda_j |b|^2 \Big) \Big],
 
     whose Riemannian gradient is closed form (see :mod:`smave.criterion`):
     ``grad F = G - B sym(B^T G)`` with ``G = (2/m) sum_j sum_i w_ij r_ij (z_i - z_j) b_j^T``.
 
     Algorithm (``variant="full"``)::
 
-        B_0 = init (moment directions by default)
+        B_0 = init (the better of moment directions and a subsampled OPG by default)
         for t = 0 .. max_iter - 1:
             every refresh_every steps: draw a random pool of n k / K points and build a
               k-d tree on their projections Z B_t (K = points in the rate-optimal
               bandwidth, see ideal_neighbors)
             draw a batch J of centres; N_j = their k nearest pool points in the projected
-              space (sparse: O(|J| k log n)), Gaussian weights from the current B_t
+              space (sparse: O(|J| k log n)), widened where they are tied (see below),
+              Gaussian weights from the current B_t
             xi_t = Riemannian gradient of F on the batch (O(|J| k p d))
             B_{t+1} = qf(B_t + eta_t xi_t),   eta_t = learning_rate (1 + t/20)^(-decay)
         B = top-d eigenvectors of the mean of B_t B_t^T over the last tail_average steps
@@ -86,6 +133,14 @@ class SMAVE(SubspaceEstimator):
     No step touches all pairs of points: the cost of an outer iteration (a tree refresh
     plus ``refresh_every`` steps) is O(n log n + refresh_every * batch_size * k * p * d),
     against O(n^2) per iteration for RMAVE.
+
+    Ties. On discrete covariates or duplicated rows the k nearest projected points can
+    all sit at one location; the bandwidth would collapse and the local slope would be
+    unidentified. The bandwidth is therefore floored (``bandwidth_floor``), and a
+    neighbourhood whose points do not span the d projected directions is widened to
+    the smallest ball that does, its k points then drawn at random from that ball.
+    A :class:`TiedNeighborsWarning` says when more than 1% of the neighbourhoods had all
+    k points at distance zero.
 
     ``variant="simplified"`` is the version with the convergence guarantee: the
     neighbourhoods and weights are computed once (in the projected space of ``B_0``) and
@@ -106,29 +161,45 @@ class SMAVE(SubspaceEstimator):
             random pool at each refresh), or ``"auto"`` (:func:`neighbour_pool_size`:
             the k nearest pool points then span the rate-optimal bandwidth).
         batch_size: Number of centres per stochastic step (capped at n_samples).
-        max_iter: Number of stochastic steps.
+        max_iter: Number of stochastic steps, or ``"auto"`` (:func:`default_max_iter`:
+            200 up to n = 4000, then growing like ``sqrt(n)``).
         learning_rate: Initial step ``eta_0`` (y is standardized and X whitened, so one
             value suits most data).
         decay: Exponent of the step decay, in (0.5, 1] for the convergence guarantee.
         refresh_every: Steps between rebuilds of the projected-space neighbour tree
             (``"full"`` only).
-        ridge: Ridge of the local slopes relative to the squared neighbourhood radius.
+        ridge: Ridge of the local slopes relative to the squared bandwidth.
+        bandwidth_floor: Floor of the projected bandwidth, as a fraction of the k-th
+            neighbour distance that Gaussian data would give at its mode
+            (:func:`smave._localize.bandwidth_floor`); binds on tied and near-tied
+            projections. 0 disables the floor (the tie rule stays).
         tail_average: Fraction of the final steps whose projectors ``B B^T`` are averaged
             (Polyak-Ruppert averaging on the Grassmannian); the estimate is the top-d
             eigenspace of the mean. 0 returns the last iterate.
-        init: ``"moments"`` (linear trend + residual pHd), ``"random"``, or an array
-            (n_components, n_features) of starting directions in X coordinates.
+        init: ``"auto"`` (moment directions and a subsampled OPG, the one with the
+            larger criterion ``F`` on 256 common centres), ``"moments"`` (linear trend
+            plus residual pHd), ``"opg"`` (OPG's local gradients at 256 random
+            centres), ``"random"``, or an array (n_components, n_features) of starting
+            directions in X coordinates.
         tol: Stop when the subspace moves less than ``tol`` (in ``||P - P'||_F``)
             between two tree refreshes.
-        random_state: Seed or ``RandomState`` for the batches and a random start.
+        random_state: Seed or ``RandomState`` for the batches, pools and starts.
 
     Attributes:
-        components_: float array (n_components, n_features), orthonormal basis of the
-            estimated subspace in X coordinates.
-        mean_: float array (n_features,), the mean removed before projection.
+        components_: array (n_components, n_features) of the input's float dtype,
+            orthonormal basis of the estimated subspace in X coordinates.
+        mean_: array (n_features,), the mean removed before projection.
+        init_: The start used: ``"moments"``, ``"opg"``, ``"random"`` or ``"array"``.
+        start_objective_: dict, the criterion of each candidate start with
+            ``init="auto"`` (empty otherwise).
         n_iter_: Number of steps taken.
         n_neighbors_: The neighbourhood size used.
         neighbor_pool_size_: Number of points in each neighbour pool.
+        bandwidth_floor_: The bandwidth floor used (whitened projected units).
+        n_distinct_rows_: Number of distinct rows of ``X``; the bandwidth rule counts
+            locations, not duplicated points (see :func:`ideal_neighbors`).
+        tied_fraction_: Fraction of the localized centres whose k nearest projected
+            points were all at distance zero.
         fixed_localization_: The :class:`smave.criterion.Localization` (on the whitened
             data) whose criterion the simplified variant ascends; None for ``"full"``.
         objective_history_: float array (n_iter_,), batch values of ``F``.
@@ -137,6 +208,10 @@ class SMAVE(SubspaceEstimator):
 
     Raises:
         ValueError: On invalid hyperparameters or data (see ``fit``).
+        TypeError: On a hyperparameter or target of the wrong type.
+
+    Warns:
+        TiedNeighborsWarning: When more than 1% of the neighbourhoods were tied.
 
     References:
         SMAVE (ICML 2026), ``shared/papers/smave.md`` (our design where the abstract is
@@ -162,13 +237,14 @@ class SMAVE(SubspaceEstimator):
         n_neighbors: int | str = "auto",
         neighbor_pool: float | str = "auto",
         batch_size: int = 32,
-        max_iter: int = 200,
+        max_iter: int | str = "auto",
         learning_rate: float = 0.5,
         decay: float = 0.6,
         refresh_every: int = 20,
         ridge: float = 1e-2,
+        bandwidth_floor: float = 0.5,
         tail_average: float = 0.5,
-        init: str | np.ndarray = "moments",
+        init: str | np.ndarray = "auto",
         tol: float = 1e-5,
         random_state=None,
     ) -> None:
@@ -182,89 +258,85 @@ class SMAVE(SubspaceEstimator):
         self.decay = decay
         self.refresh_every = refresh_every
         self.ridge = ridge
+        self.bandwidth_floor = bandwidth_floor
         self.tail_average = tail_average
         self.init = init
         self.tol = tol
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}, got {self.variant!r}")
+        check_choice("variant", self.variant, _VARIANTS)
         if not (isinstance(self.n_neighbors, str) and self.n_neighbors == "auto"):
-            check_int("n_neighbors", self.n_neighbors, 2)
+            check_int("n_neighbors", self.n_neighbors, low=2)
         if not (isinstance(self.neighbor_pool, str) and self.neighbor_pool == "auto"):
-            frac = check_float("neighbor_pool", self.neighbor_pool, 0.0)
-            if frac > 1:
-                raise ValueError(f"neighbor_pool must be in (0, 1] or 'auto', got {frac!r}")
-        check_int("batch_size", self.batch_size, 1)
-        check_int("max_iter", self.max_iter, 1)
-        check_int("refresh_every", self.refresh_every, 1)
-        check_float("learning_rate", self.learning_rate, 0.0)
-        check_float("decay", self.decay, 0.0, strict=False)
-        check_float("ridge", self.ridge, 0.0)
-        check_float("tail_average", self.tail_average, 0.0, strict=False)
-        if self.tail_average > 1:
-            raise ValueError(f"tail_average must be in [0, 1], got {self.tail_average!r}")
-        check_float("tol", self.tol, 0.0, strict=False)
-        if isinstance(self.init, str) and self.init not in ("moments", "random"):
-            raise ValueError(f"init must be 'moments', 'random' or an array, got {self.init!r}")
+            check_float("neighbor_pool", self.neighbor_pool, low=0.0, high=1.0, low_inclusive=False)
+        check_int("batch_size", self.batch_size, low=1)
+        if not (isinstance(self.max_iter, str) and self.max_iter == "auto"):
+            check_int("max_iter", self.max_iter, low=1)
+        check_int("refresh_every", self.refresh_every, low=1)
+        check_float("learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
+        check_float("decay", self.decay, low=0.0)
+        check_float("ridge", self.ridge, low=0.0, low_inclusive=False)
+        check_float("bandwidth_floor", self.bandwidth_floor, low=0.0)
+        check_float("tail_average", self.tail_average, low=0.0, high=1.0)
+        check_float("tol", self.tol, low=0.0)
+        if isinstance(self.init, str):
+            check_choice("init", self.init, _INITS)
 
     def _min_samples(self, d: int) -> int:
         if isinstance(self.n_neighbors, str):
             return d + 3
         return max(d + 3, int(self.n_neighbors))
 
-    def _neighbourhood_size(self, n: int, d: int) -> int:
+    def _sizes(self, Z: np.ndarray) -> tuple[int, int, int, float, int]:
+        """``(k, K, n_pool, h_floor, n_distinct)`` of the localization on whitened ``Z``."""
+        n, d = Z.shape[0], self.n_components
+        n_distinct = int(np.unique(Z, axis=0).shape[0])
+        K = ideal_neighbors(n, d, n_distinct)
         if isinstance(self.n_neighbors, str):
-            return default_n_neighbors(n, d)
-        return int(self.n_neighbors)
-
-    def _start(self, Z, y, rng, W) -> np.ndarray:
-        d = self.n_components
-        if isinstance(self.init, str):
-            if self.init == "moments":
-                return moment_directions(Z, y, d)
-            return random_stiefel(Z.shape[1], d, rng)
-        return basis_from_rows(self.init, W, d)
+            k = default_n_neighbors(n, d, n_distinct)
+        else:
+            k = int(self.n_neighbors)
+        if isinstance(self.neighbor_pool, str):
+            n_pool = neighbour_pool_size(n, k, K)
+        else:
+            n_pool = int(min(n, max(k, np.ceil(self.neighbor_pool * n))))
+        h_floor = bandwidth_floor(n, max(k, K), d, self.bandwidth_floor)
+        return k, K, n_pool, h_floor, n_distinct
 
     def _fit_whitened(self, Z, y, rng, W):
         n = Z.shape[0]
         d = self.n_components
-        k = self._neighbourhood_size(n, d)
-        if isinstance(self.neighbor_pool, str):
-            n_pool = neighbour_pool_size(n, k, ideal_neighbors(n, d))
-        else:
-            n_pool = int(min(n, max(k, np.ceil(self.neighbor_pool * n))))
+        k, _, n_pool, h_floor, n_distinct = self._sizes(Z)
         m = min(self.batch_size, n)
-        B = self._start(Z, y, rng, W)
+        T = default_max_iter(n) if isinstance(self.max_iter, str) else int(self.max_iter)
+        self._ties = [0, 0]  # centres localized, centres with all k neighbours tied
+        B, self.init_, self.start_objective_ = self._start(Z, y, rng, W, k, n_pool, h_floor)
         fixed = None
         if self.variant == "simplified":
-            fixed = self._fixed_localization(Z, B, k, _pool(n, n_pool, rng))
+            fixed = self._fixed_localization(Z, B, k, _pool(n, n_pool, rng), h_floor, rng)
         values, norms = [], []
-        tree, B_ref = None, B
-        tail_start = self.max_iter - round(self.tail_average * self.max_iter)
+        tree, B_ref, pool, P_pool = None, B, None, None
+        tail_start = T - round(self.tail_average * T)
         if self.tail_average == 0:
-            tail_start = self.max_iter
+            tail_start = T
         P_sum, n_avg = np.zeros((Z.shape[1], Z.shape[1])), 0
-        for t in range(self.max_iter):
+        for t in range(T):
             if self.variant == "full" and t % self.refresh_every == 0:
                 if t > 0 and _dist(B, B_ref) < self.tol:
                     break
                 B_ref = B
                 pool = _pool(n, n_pool, rng)
-                tree = cKDTree(Z[pool] @ B)
+                P_pool = Z[pool] @ B
+                tree = cKDTree(P_pool)
             J = rng.randint(0, n, size=m)
+            Zc = Z[J]
             if self.variant == "simplified":
                 nb, w, lam = fixed.neighbors[J], fixed.weights[J], fixed.ridge[J]
-                Zn, Zc = Z[nb.ravel()], Z[J]
-                U = (Zn @ B).reshape(m, k, -1) - (Zc @ B)[:, None, :]
-            else:
-                Zc = Z[J]
-                _, nb = tree.query(Zc @ B, k=k)
-                nb = pool[nb.reshape(m, k)]
                 Zn = Z[nb.ravel()]
                 U = (Zn @ B).reshape(m, k, -1) - (Zc @ B)[:, None, :]
-                w, h = gaussian_weights(np.linalg.norm(U, axis=2))
+            else:
+                nb, Zn, U, w, h = self._local(Z, B, Zc, tree, pool, P_pool, k, h_floor, rng)
                 lam = self.ridge * h**2
             value, G = local_value_and_gradient(Zn, Zc, U, y[nb], w, lam)
             xi = riemannian_gradient(B, G)
@@ -279,20 +351,80 @@ class SMAVE(SubspaceEstimator):
             # Polyak-Ruppert averaging on the Grassmannian: the top-d eigenvectors of the
             # mean projector of the tail iterates (basis invariant, damps the SGD noise)
             B = np.ascontiguousarray(np.linalg.eigh(P_sum / n_avg)[1][:, ::-1][:, :d])
+        n_loc, n_tied = self._ties
+        del self._ties
         self.n_iter_ = len(values)
         self.n_neighbors_ = k
         self.neighbor_pool_size_ = n_pool
+        self.bandwidth_floor_ = h_floor
+        self.n_distinct_rows_ = n_distinct
+        self.tied_fraction_ = n_tied / max(1, n_loc)
         self.fixed_localization_ = fixed
         self.objective_history_ = np.asarray(values)
         self.grad_norm_history_ = np.asarray(norms)
+        if self.tied_fraction_ > _TIE_WARN_FRACTION:
+            warnings.warn(
+                f"SMAVE: {self.tied_fraction_:.0%} of the neighbourhoods had all {k} "
+                "projected neighbours at distance zero (discrete covariates or duplicated "
+                "rows); they were widened to span the projected directions. Local "
+                "smoothing is least reliable on such data: compare with RMAVE or jitter "
+                "the discrete columns.",
+                TiedNeighborsWarning,
+                stacklevel=3,
+            )
         return B
 
-    def _fixed_localization(self, Z, B, k: int, pool: np.ndarray) -> Localization:
-        P = Z @ B
-        dist, nb = cKDTree(P[pool]).query(P, k=k)
-        nb = pool[nb.reshape(len(Z), k)]
-        w, h = gaussian_weights(dist.reshape(len(Z), k))
-        return Localization(np.arange(len(Z)), nb, w, self.ridge * h**2)
+    def _local(self, Z, B, Zc, tree, pool, P_pool, k, h_floor, rng):
+        """Tie-aware neighbourhoods of the centres ``Zc`` and their kernel weights at B."""
+        m = Zc.shape[0]
+        Pc = Zc @ B
+        nbh = localize(tree, pool, P_pool, Pc, k, h_floor, rng)
+        self._ties[0] += m
+        self._ties[1] += nbh.n_tied
+        nb = nbh.neighbors
+        Zn = Z[nb.ravel()]
+        U = (Zn @ B).reshape(m, k, -1) - Pc[:, None, :]
+        dist = np.linalg.norm(U, axis=2)
+        h = np.maximum(np.maximum(dist.max(axis=1), h_floor), 1e-12)
+        return nb, Zn, U, kernel_weights(dist, h), h
+
+    def _criterion(self, Z, y, B, J, pool, k, h_floor, rng) -> float:
+        """``F(B)`` on the centres ``J`` with B's own tie-aware localization."""
+        P_pool = Z[pool] @ B
+        tree = cKDTree(P_pool)
+        nb, Zn, U, w, h = self._local(Z, B, Z[J], tree, pool, P_pool, k, h_floor, rng)
+        value, _ = local_value_and_gradient(Zn, Z[J], U, y[nb], w, self.ridge * h**2)
+        return value
+
+    def _start(self, Z, y, rng, W, k, n_pool, h_floor) -> tuple[np.ndarray, str, dict]:
+        d = self.n_components
+        if not isinstance(self.init, str):
+            return basis_from_rows(self.init, W, d), "array", {}
+        if self.init == "moments":
+            return moment_directions(Z, y, d), "moments", {}
+        if self.init == "random":
+            return random_stiefel(Z.shape[1], d, rng), "random", {}
+        opg = opg_directions(Z, y, d, rng, n_centers=_START_CENTERS, ridge=self.ridge)
+        if self.init == "opg":
+            return opg, "opg", {}
+        # "auto": the candidate with the larger criterion on common centres and pool
+        n = Z.shape[0]
+        J = rng.randint(0, n, size=min(n, _START_CENTERS))
+        pool = _pool(n, n_pool, rng)
+        cands = {"moments": moment_directions(Z, y, d), "opg": opg}
+        scores = {
+            name: self._criterion(Z, y, B, J, pool, k, h_floor, rng) for name, B in cands.items()
+        }
+        best = max(scores, key=scores.get)
+        return cands[best], best, scores
+
+    def _fixed_localization(
+        self, Z, B, k: int, pool: np.ndarray, h_floor: float, rng
+    ) -> Localization:
+        n = len(Z)
+        P_pool = Z[pool] @ B
+        nb, _, _, w, h = self._local(Z, B, Z, cKDTree(P_pool), pool, P_pool, k, h_floor, rng)
+        return Localization(np.arange(n), nb, w, self.ridge * h**2)
 
 
 def _pool(n: int, size: int, rng: np.random.RandomState) -> np.ndarray:

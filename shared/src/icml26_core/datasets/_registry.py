@@ -56,6 +56,12 @@ class DatasetInfo:
     takes_name: bool = True
     usage: str | None = None
     detail: Callable[[], str] | None = field(default=None, compare=False, repr=False)
+    install: str | None = None
+
+    @property
+    def install_hint(self) -> str:
+        """The command that makes this dataset available."""
+        return self.install or f"pip install 'icml26-core[{self.extra}]'"
 
     def available(self) -> bool:
         """True when the carrier modules are installed (nothing is imported or loaded)."""
@@ -88,14 +94,14 @@ class DatasetInfo:
         return f"{func}({self.name!r})" if self.takes_name else f"{func}()"
 
 
-def ensure_installed(modules: tuple[str, ...], extra: str) -> None:
+def ensure_installed(modules: tuple[str, ...], extra: str, install: str | None = None) -> None:
     """Raise the missing-extra error if a module is not installed, without importing it.
 
     Used before reading a cache entry, so that a cached dataset still reports a
     carrier that has been uninstalled (and so that cached loads stay fast).
 
     Raises:
-        icml26_core._lazy.MissingExtraError: Naming ``extra``.
+        icml26_core._lazy.MissingExtraError: Naming ``extra`` (or the ``install`` command).
     """
     from icml26_core._lazy import require
 
@@ -105,7 +111,7 @@ def ensure_installed(modules: tuple[str, ...], extra: str) -> None:
         except (ImportError, ValueError):
             found = False
         if not found:
-            require(module, extra)  # raises MissingExtraError naming the extra
+            require(module, extra, install=install)  # raises MissingExtraError naming it
             raise ImportError(module)  # pragma: no cover (require found it after all)
 
 

@@ -373,7 +373,8 @@ def _build_import_graph(
     top = Counter(g for g in groups if g is not None)
     classes = [*sorted(p for p, c in top.items() if c >= _MIN_CLASS_SIZE), "other"]
     position = {c: k for k, c in enumerate(classes[:-1])}
-    y = np.array([position.get(g, len(classes) - 1) for g in groups], dtype=np.int64)
+    other = len(classes) - 1
+    y = np.array([other if g is None else position.get(g, other) for g in groups], dtype=np.int64)
     e = np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
     return {
         "edges": e,
@@ -622,7 +623,7 @@ def _license_of(package: str) -> str:
         md = importlib.metadata.metadata(dist)
     except importlib.metadata.PackageNotFoundError:
         return f"the licence of {package}'s source files"
-    text = md.get("License-Expression") or md.get("License") or ""
+    text = md.get("License-Expression") or md.get("License") or ""  # type: ignore[attr-defined]
     text = text.strip().splitlines()[0] if text.strip() else ""
     return f"{text} ({dist})" if text and len(text) < 60 else f"the licence of {dist}"
 
@@ -681,11 +682,11 @@ def load_graph(name: str) -> Graph:
             _package_dir(package)  # a clear error for a bad or missing package, first
         info = _imports_info(package)
         if package in _IMPORT_PACKAGES:
-            ensure_installed(info.modules, info.extra)
+            ensure_installed(info.modules, info.extra, info.install)
         graph = _package_imports(info.name)
     else:
         info = dataset_info("graph", name)
-        ensure_installed(info.modules, info.extra)
+        ensure_installed(info.modules, info.extra, info.install)
         graph = _GRAPHS[info.name]["build"](info.name)
     graph.meta.update(source=info.source, license=info.license, description=info.description)
     return graph

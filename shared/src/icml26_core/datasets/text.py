@@ -401,7 +401,7 @@ def load_text(name: str, *, validation_fraction: float = 0.1, seed: int = 0) -> 
         raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a nonnegative int, got {seed!r}")
-    ensure_installed(info.modules, info.extra)  # also when the cleaned text is cached
+    ensure_installed(info.modules, info.extra, info.install)  # also when the cleaned text is cached
     spec = _CORPORA[info.name]
 
     def build() -> dict[str, np.ndarray]:

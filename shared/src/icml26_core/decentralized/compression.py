@@ -236,6 +236,7 @@ class _Sparsifier(Compressor):
             if self.k > numel:
                 raise ValueError(f"k={self.k} exceeds the tensor's {numel} entries")
             return self.k
+        assert self.ratio is not None  # set whenever k is None (checked in __post_init__)
         return max(1, math.ceil(self.ratio * numel - 1e-9))
 
     def decode(self, parts: tuple[Any, ...], shape: tuple[int, ...], dtype: Any) -> Any:

@@ -364,7 +364,7 @@ def spawn_local(
         init_file = str(Path(tmp) / "store")
         queue = ctx.Queue()
         procs = [
-            ctx.Process(
+            ctx.Process(  # type: ignore[attr-defined]
                 target=_child,
                 daemon=True,
                 args=(

