@@ -198,7 +198,8 @@ def run_bo(
         >>> f = Ackley(dim=2, negate=True)
         >>> res = run_bo(lambda x: f(x), f.bounds, cost=lambda X: 0.01 * (1 + X.abs().sum(-1)),
         ...              stopping=CostAwareStopping(), optimum=0.0, max_evaluations=20)
-        >>> res.regret[-1]
+        >>> len(res.regret) == res.stopped_at + 1  # after the design and each evaluation
+        True
     """
     if not callable(objective):
         raise TypeError(f"objective must be callable, got {type(objective).__name__}")
