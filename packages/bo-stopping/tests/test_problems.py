@@ -28,6 +28,9 @@ def test_gp_prior_problem_is_a_draw_from_its_prior():
     with torch.no_grad():
         far = model.posterior(torch.full((1, 1, 2), 0.5, dtype=D) + 10.0)
     assert float(far.variance) == pytest.approx(0.1, rel=1e-6)
+    # far from data the posterior reverts to the prior mean, shifted with the values
+    assert float(far.mean) == pytest.approx(prob.fit_model.mean, abs=1e-9)
+    assert prob.fit_model.mean < 0.0  # minus the draw's maximum
     assert prob.lookup()(prob.candidates[7]) == pytest.approx(float(prob.values[7]))
 
 

@@ -220,8 +220,9 @@ def discretize(problem: SyntheticProblem, n_candidates: int, seed: int) -> Discr
 class KnownPriorGP:
     """The surrogate of a well-specified problem: a GP with known hyperparameters.
 
-    Zero mean, ``outputscale * Matern-5/2(lengthscale)`` covariance, observation
-    noise ``noise`` (fixed), no input or outcome transforms; nothing is fitted.
+    Constant mean ``mean``, ``outputscale * Matern-5/2(lengthscale)`` covariance,
+    observation noise ``noise`` (fixed), no input or outcome transforms; nothing is
+    fitted.
     Called as ``KnownPriorGP(...)(X, Y, bounds)`` it returns the conditioned
     ``SingleTaskGP``, so it can be passed as ``run_bo(fit_model=...)``.
 
@@ -229,12 +230,16 @@ class KnownPriorGP:
         lengthscale: Matern lengthscale (unit-cube units), > 0.
         outputscale: Prior variance, > 0.
         noise: Observation noise variance, > 0 (a jitter for noiseless data).
+        mean: The prior mean (a constant, objective units).
     """
 
-    def __init__(self, lengthscale: float, outputscale: float, noise: float = 1e-6) -> None:
+    def __init__(
+        self, lengthscale: float, outputscale: float, noise: float = 1e-6, mean: float = 0.0
+    ) -> None:
         self.lengthscale = check_float("lengthscale", lengthscale, low=0.0, low_inclusive=False)
         self.outputscale = check_float("outputscale", outputscale, low=0.0, low_inclusive=False)
         self.noise = check_float("noise", noise, low=0.0, low_inclusive=False)
+        self.mean = check_float("mean", mean)
 
     def kernel(self, dim: int, dtype: torch.dtype = torch.float64) -> Any:
         """The prior covariance as a gpytorch ``ScaleKernel``."""
@@ -248,15 +253,17 @@ class KnownPriorGP:
     def __call__(self, X: Tensor, Y: Tensor, bounds: Tensor) -> Any:
         """Condition the prior on ``(X, Y)``; ``(n, d)``, ``(n,)``."""
         from botorch.models import SingleTaskGP
-        from gpytorch.means import ZeroMean
+        from gpytorch.means import ConstantMean
 
         Y = Y.reshape(-1, 1)
+        mean = ConstantMean().to(X)
+        mean.constant.data.fill_(self.mean)
         model = SingleTaskGP(
             X,
             Y,
             train_Yvar=torch.full_like(Y, self.noise),
             covar_module=self.kernel(X.shape[-1], X.dtype),
-            mean_module=ZeroMean(),
+            mean_module=mean,
             outcome_transform=None,
         )
         return model.eval()
@@ -274,9 +281,9 @@ def gp_prior_problem(
 
     ``f ~ GP(0, outputscale * Matern-5/2(lengthscale))`` on ``n_candidates`` scrambled
     Sobol points (Cholesky of the prior covariance with a 1e-8 jitter), shifted so
-    that its best value is 0. The model given to BO is the same prior
-    (:class:`KnownPriorGP`), so the Bayesian assumptions behind the Gittins index
-    and the stopping rule hold exactly.
+    that its best value is 0. The model given to BO is the same prior, shifted alike
+    (:class:`KnownPriorGP` with mean ``-max f``), so the Bayesian assumptions behind
+    the Gittins index and the stopping rule hold exactly.
 
     Args:
         dim: Dimension, >= 1.
@@ -287,8 +294,8 @@ def gp_prior_problem(
             median-to-best gap about 1 on 1024 points in 4 dimensions).
 
     Returns:
-        The problem (``values`` shifted by the draw's maximum; not rescaled, so the
-        prior stays exact).
+        The problem (``values`` shifted by the draw's maximum, and the model's prior
+        mean with them; not rescaled, so the prior stays exact).
     """
     from torch.quasirandom import SobolEngine
 
@@ -305,7 +312,9 @@ def gp_prior_problem(
         )
         f = (L @ z).numpy()
     bounds = torch.stack([torch.zeros(dim), torch.ones(dim)]).to(torch.float64)
-    return DiscreteProblem(f"gp-{dim}d", u, f - f.max(), bounds, fit_model=prior)
+    shift = float(f.max())
+    model = KnownPriorGP(lengthscale, outputscale, mean=-shift)
+    return DiscreteProblem(f"gp-{dim}d", u, f - shift, bounds, fit_model=model)
 
 
 @dataclass
