@@ -12,6 +12,7 @@ from bo_stopping import (
     log_expected_improvement_at,
     run_bo,
 )
+from bo_stopping.problems import KnownPriorGP
 
 D = torch.float64
 
@@ -115,6 +116,7 @@ def test_rule_stops_at_once_when_costs_dwarf_the_objective(acq):
         optimum=0.0,
         num_restarts=1,
         raw_samples=16,
+        fit_model=KnownPriorGP(0.3, 1.0),
     )
     assert res.stopped_at == 0 and res.stop_reason == "cost-aware (ours)"
     assert res.regret.shape == (1,)
@@ -130,6 +132,7 @@ def test_rule_stops_at_once_when_costs_dwarf_the_objective(acq):
         optimum=0.0,
         num_restarts=1,
         raw_samples=16,
+        fit_model=KnownPriorGP(0.3, 1.0),
     )
     assert res.stopped_at == 3 and res.stop_reason == "max_evaluations"
 
@@ -140,13 +143,13 @@ def test_monitored_stop_equals_acting_stop_and_regret_is_recorded():
     def cost(X):
         return 0.02 * (1 + X[..., 0])
 
+    grid = torch.rand(64, 2, dtype=D, generator=torch.Generator().manual_seed(11))
     kw = dict(
         acquisition="logeipc",
         max_evaluations=6,
         n_init=4,
         optimum=0.0,
-        num_restarts=1,
-        raw_samples=16,
+        candidates=grid,
         seed=3,
     )
     rules = [
@@ -220,3 +223,65 @@ def test_bad_input():
         FixedBudget(-1)
     with pytest.raises(ValueError, match="lmbda"):
         CostAwareStopping(0.0)
+    with pytest.raises(ValueError, match="refit_every"):
+        run_bo(objective, bounds, 0.1, refit_every=0)
+    with pytest.raises(TypeError, match="max_evaluations"):
+        run_bo(objective, bounds, 0.1, max_evaluations=2.5)
+    assert FixedBudget(0).name == "stop at once"
+
+
+def test_rule_at_lmbda_equals_rule_on_scaled_cost():
+    """CostAwareStopping(lmbda) on cost c stops exactly when CostAwareStopping() on lmbda c does."""
+    objective, bounds = toy_problem()
+    grid = torch.rand(48, 2, dtype=D, generator=torch.Generator().manual_seed(12))
+
+    def shape(X):
+        return 1 + X[..., 0]
+
+    kw = dict(
+        acquisition="logei",
+        max_evaluations=8,
+        n_init=4,
+        candidates=grid,
+        seed=1,
+        fit_model=KnownPriorGP(0.3, 1.0),
+    )
+    rules = [CostAwareStopping(lmbda) for lmbda in (1e-3, 3e-3, 1e-2, 3e-2)]
+    for i, r in enumerate(rules):
+        r.name = f"ours {i}"
+    on_shape = run_bo(objective, bounds, shape, monitor=rules, **kw)
+    for i, lmbda in enumerate((1e-3, 3e-3, 1e-2, 3e-2)):
+        scaled = run_bo(objective, bounds, lambda X, a=lmbda: a * shape(X),
+                        monitor=[CostAwareStopping()], **kw)  # fmt: skip
+        assert on_shape.stop_times[f"ours {i}"] == scaled.stop_times["cost-aware (ours)"]
+
+
+def test_refit_every_keeps_hyperparameters_between_refits(monkeypatch):
+    import bo_stopping.gp as gp_module
+    import bo_stopping.loop as loop_module
+
+    calls = []
+    real = gp_module.fit_gp
+
+    def spy(X, Y, bounds, **kw):
+        calls.append(kw.get("optimize", True))
+        return real(X, Y, bounds, **kw)
+
+    objective, bounds = toy_problem()
+    grid = torch.rand(32, 2, dtype=D, generator=torch.Generator().manual_seed(13))
+    kw = dict(acquisition="pbgi", max_evaluations=6, n_init=4, candidates=grid, refit_every=3)
+    # a custom fit_model is called as fit_model(X, Y, bounds) at every step
+    run_bo(objective, bounds, 0.01, fit_model=lambda X, Y, b: spy(X, Y, b), **kw)
+    assert calls == [True] * 7
+    calls.clear()
+    monkeypatch.setattr(loop_module, "fit_gp", spy)
+    monkeypatch.setattr(gp_module, "fit_gp", spy)  # the observed-cost GP's fit
+
+    def observed(x):
+        return float(objective(x)), 0.01 + float(x[0])
+
+    res = run_bo(observed, bounds, "observed", fit_model=spy, **kw)
+    assert res.stopped_at == 6
+    # objective GP and cost GP: refits at steps 0, 3, 6; conditioning only in between
+    block = [True, True, False, False, False, False]
+    assert calls == block + block + [True, True]

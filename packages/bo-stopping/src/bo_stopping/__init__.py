@@ -13,10 +13,28 @@ References:
 
 from importlib.metadata import PackageNotFoundError, version
 
-from bo_stopping.acquisition import LogExpectedImprovementPerCost, PandoraBoxGittinsIndex
-from bo_stopping.costs import CostFunction, FixedCost, KnownCost, ModelledCost, as_cost
-from bo_stopping.index import gittins_index, log_expected_improvement_at, solve_scaled_index
-from bo_stopping.loop import ACQUISITIONS, BOResult, fit_gp, run_bo
+from bo_stopping.acquisition import (
+    LogExpectedImprovementPerCost,
+    PandoraBoxGittinsIndex,
+    construct_inputs_logeipc,
+    construct_inputs_pbgi,
+)
+from bo_stopping.costs import (
+    CostFunction,
+    FixedCost,
+    KnownCost,
+    ModelCost,
+    ModelledCost,
+    as_cost,
+    checked_log_cost,
+)
+from bo_stopping.index import (
+    gittins_index,
+    log_expected_improvement_at,
+    log_h,
+    solve_scaled_index,
+)
+from bo_stopping.loop import ACQUISITIONS, BOResult, GPFittingWarning, fit_gp, run_bo
 from bo_stopping.stopping import (
     BOState,
     CostAwareStopping,
@@ -45,9 +63,11 @@ __all__ = [
     "ExpectedImprovementThreshold",
     "FixedBudget",
     "FixedCost",
+    "GPFittingWarning",
     "KnownCost",
     "LogEIPC",
     "LogExpectedImprovementPerCost",
+    "ModelCost",
     "ModelledCost",
     "PandoraBoxGittinsIndex",
     "ProbabilityOfImprovementThreshold",
@@ -55,9 +75,13 @@ __all__ = [
     "StoppingRule",
     "__version__",
     "as_cost",
+    "checked_log_cost",
+    "construct_inputs_logeipc",
+    "construct_inputs_pbgi",
     "fit_gp",
     "gittins_index",
     "log_expected_improvement_at",
+    "log_h",
     "run_bo",
     "solve_scaled_index",
 ]

@@ -12,6 +12,12 @@ They share one threshold: ``g(x) > best_f`` exactly when
 ``LogEIPC(x) > log(lmbda)``, because ``EI_x(t)`` decreases in ``t``. The cost-aware
 stopping rule (:class:`bo_stopping.CostAwareStopping`) reads that threshold.
 
+Both take a ``posterior_transform`` (e.g. ``ScalarizedPosteriorTransform`` of a
+multi-output model) and register BoTorch input constructors, so Ax's
+``BoTorchGenerator`` can build them from its data: pass ``cost`` (and optionally
+``lmbda``) through ``acquisition_options``; ``best_f`` defaults to the best
+observed (transformed) value, as for BoTorch's own LogEI.
+
 References:
     The paper: "Cost-aware stopping for Bayesian optimization" (ICML 2026), see
     ``shared/papers/bo-stopping.md``; Xie et al. (2024), "Cost-aware Bayesian
@@ -22,25 +28,30 @@ References:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from botorch.acquisition.analytic import AnalyticAcquisitionFunction, LogExpectedImprovement
+from botorch.acquisition.input_constructors import acqf_input_constructor, get_best_f_analytic
+from botorch.acquisition.objective import PosteriorTransform
 from botorch.models.model import Model
 from botorch.utils.transforms import t_batch_mode_transform
+from icml26_core.validation import check_float
 from torch import Tensor
 
-from bo_stopping.costs import CostFunction, as_cost
+from bo_stopping.costs import CostFunction, as_cost, checked_log_cost
 from bo_stopping.index import gittins_index
 
-__all__ = ["LogExpectedImprovementPerCost", "PandoraBoxGittinsIndex"]
+__all__ = [
+    "LogExpectedImprovementPerCost",
+    "PandoraBoxGittinsIndex",
+    "construct_inputs_logeipc",
+    "construct_inputs_pbgi",
+]
 
 
 def _check_lmbda(lmbda: float) -> float:
-    if isinstance(lmbda, bool) or not isinstance(lmbda, int | float):
-        raise TypeError(f"lmbda must be a number > 0, got {type(lmbda).__name__}")
-    if not math.isfinite(lmbda) or lmbda <= 0:
-        raise ValueError(f"lmbda must be a finite number > 0, got {lmbda!r}")
-    return float(lmbda)
+    return check_float("lmbda", lmbda, low=0.0, low_inclusive=False)
 
 
 class PandoraBoxGittinsIndex(AnalyticAcquisitionFunction):
@@ -61,17 +72,24 @@ class PandoraBoxGittinsIndex(AnalyticAcquisitionFunction):
     ``beta``); as ``lmbda * c / sigma -> inf`` it tends to ``mu - lmbda c``.
 
     Args:
-        model: A fitted single-outcome BoTorch model.
+        model: A fitted BoTorch model (single-output, or multi-output with a
+            ``posterior_transform``).
         cost: Evaluation cost in objective units: a :class:`CostFunction`, a
-            callable ``(..., d) -> (...)`` of positive costs, or a number.
+            callable ``(..., d) -> (...)`` of positive costs, a number, or a
+            BoTorch cost model / ``InverseCostWeightedUtility`` (see
+            :func:`bo_stopping.as_cost`).
         lmbda: Cost multiplier ``lambda > 0``.
         best_f: Best value observed so far; not used by the index itself, kept
             for the stopping rule (``stop when max_x g(x) <= best_f``).
         maximize: If False, the index is computed for ``-f`` (a larger index
             is still better).
+        posterior_transform: Optional BoTorch ``PosteriorTransform`` applied to
+            the posterior before the index is computed.
 
     Raises:
-        ValueError: If ``lmbda`` is not a finite number > 0.
+        ValueError: If ``lmbda`` is not a finite number > 0; on evaluation, if a
+            cost is <= 0, NaN or infinite.
+        TypeError: If ``cost`` is of an unsupported type.
 
     Example:
         >>> acqf = PandoraBoxGittinsIndex(model, cost=lambda X: 1 + X.sum(-1), lmbda=1e-2)
@@ -85,8 +103,9 @@ class PandoraBoxGittinsIndex(AnalyticAcquisitionFunction):
         lmbda: float = 1.0,
         best_f: float | Tensor | None = None,
         maximize: bool = True,
+        posterior_transform: PosteriorTransform | None = None,
     ) -> None:
-        super().__init__(model=model)
+        super().__init__(model=model, posterior_transform=posterior_transform)
         self.cost = as_cost(cost)
         self.lmbda = _check_lmbda(lmbda)
         self.maximize = maximize
@@ -102,7 +121,7 @@ class PandoraBoxGittinsIndex(AnalyticAcquisitionFunction):
         mean, sigma = mean.squeeze(-1), sigma.squeeze(-1)
         if not self.maximize:
             mean = -mean
-        log_c = self.cost.log_cost(X.squeeze(-2)).to(mean)
+        log_c = checked_log_cost(self.cost, X.squeeze(-2)).to(mean)
         return gittins_index(mean, sigma, log_c, lmbda=self.lmbda, log_cost=True)
 
 
@@ -115,15 +134,19 @@ class LogExpectedImprovementPerCost(AnalyticAcquisitionFunction):
     into the tails).
 
     Args:
-        model: A fitted single-outcome BoTorch model.
+        model: A fitted BoTorch model (single-output, or multi-output with a
+            ``posterior_transform``).
         best_f: Best value observed so far (noiseless).
         cost: Evaluation cost in objective units (see :class:`PandoraBoxGittinsIndex`).
         lmbda: Cost multiplier; subtracted as ``log(lmbda)`` so that the
             stopping threshold is 0 (the ranking does not depend on it).
         maximize: If False, improvement is measured downwards.
+        posterior_transform: Optional BoTorch ``PosteriorTransform``.
 
     Raises:
-        ValueError: If ``lmbda`` is not a finite number > 0.
+        ValueError: If ``lmbda`` is not a finite number > 0; on evaluation, if a
+            cost is <= 0, NaN or infinite.
+        TypeError: If ``cost`` is of an unsupported type.
 
     Example:
         >>> acqf = LogExpectedImprovementPerCost(model, best_f=Y.max(), cost=0.1)
@@ -137,9 +160,12 @@ class LogExpectedImprovementPerCost(AnalyticAcquisitionFunction):
         cost: CostFunction | float,
         lmbda: float = 1.0,
         maximize: bool = True,
+        posterior_transform: PosteriorTransform | None = None,
     ) -> None:
-        super().__init__(model=model)
-        self.log_ei = LogExpectedImprovement(model, best_f=best_f, maximize=maximize)
+        super().__init__(model=model, posterior_transform=posterior_transform)
+        self.log_ei = LogExpectedImprovement(
+            model, best_f=best_f, maximize=maximize, posterior_transform=posterior_transform
+        )
         self.cost = as_cost(cost)
         self.lmbda = _check_lmbda(lmbda)
         self.maximize = maximize
@@ -153,5 +179,71 @@ class LogExpectedImprovementPerCost(AnalyticAcquisitionFunction):
     def forward(self, X: Tensor) -> Tensor:
         """Evaluate on a ``(b1 x ... bk) x 1 x d`` batch; returns ``(b1 x ... bk)``."""
         log_ei = self.log_ei(X)
-        log_c = self.cost.log_cost(X.squeeze(-2)).to(log_ei)
+        log_c = checked_log_cost(self.cost, X.squeeze(-2)).to(log_ei)
         return log_ei - log_c - math.log(self.lmbda)
+
+
+@acqf_input_constructor(PandoraBoxGittinsIndex)
+def construct_inputs_pbgi(
+    model: Model,
+    training_data: Any,
+    cost: Any,
+    lmbda: float = 1.0,
+    posterior_transform: PosteriorTransform | None = None,
+    best_f: float | Tensor | None = None,
+    maximize: bool = True,
+) -> dict[str, Any]:
+    """BoTorch/Ax input constructor of :class:`PandoraBoxGittinsIndex`.
+
+    Args:
+        model: The fitted model.
+        training_data: ``SupervisedDataset`` (or a dict of them), for ``best_f``.
+        cost: The evaluation cost (anything :func:`bo_stopping.as_cost` accepts).
+        lmbda: Cost multiplier.
+        posterior_transform: Optional posterior transform.
+        best_f: The incumbent; by default the best observed (transformed) value.
+        maximize: Orientation.
+
+    Returns:
+        The keyword arguments of :class:`PandoraBoxGittinsIndex`.
+    """
+    if best_f is None:
+        best_f = get_best_f_analytic(
+            training_data=training_data, posterior_transform=posterior_transform
+        )
+    return {
+        "model": model,
+        "cost": cost,
+        "lmbda": lmbda,
+        "best_f": best_f,
+        "maximize": maximize,
+        "posterior_transform": posterior_transform,
+    }
+
+
+@acqf_input_constructor(LogExpectedImprovementPerCost)
+def construct_inputs_logeipc(
+    model: Model,
+    training_data: Any,
+    cost: Any,
+    lmbda: float = 1.0,
+    posterior_transform: PosteriorTransform | None = None,
+    best_f: float | Tensor | None = None,
+    maximize: bool = True,
+) -> dict[str, Any]:
+    """BoTorch/Ax input constructor of :class:`LogExpectedImprovementPerCost`.
+
+    Args: as :func:`construct_inputs_pbgi`.
+
+    Returns:
+        The keyword arguments of :class:`LogExpectedImprovementPerCost`.
+    """
+    return construct_inputs_pbgi(
+        model,
+        training_data,
+        cost,
+        lmbda=lmbda,
+        posterior_transform=posterior_transform,
+        best_f=best_f,
+        maximize=maximize,
+    )

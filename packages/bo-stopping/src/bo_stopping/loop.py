@@ -27,20 +27,17 @@ import numpy as np
 import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import LogExpectedImprovement
-from botorch.exceptions.errors import ModelFittingError
-from botorch.fit import fit_gpytorch_mll
-from botorch.models import SingleTaskGP
-from botorch.models.transforms import Normalize, Standardize
 from botorch.optim import optimize_acqf, optimize_acqf_discrete
 from botorch.utils.sampling import draw_sobol_samples
-from gpytorch.mlls import ExactMarginalLogLikelihood
+from icml26_core.validation import check_float, check_int
 from torch import Tensor
 
 from bo_stopping.acquisition import LogExpectedImprovementPerCost, PandoraBoxGittinsIndex
 from bo_stopping.costs import CostFunction, ModelledCost, as_cost
+from bo_stopping.gp import GPFittingWarning, check_bounds, fit_gp
 from bo_stopping.stopping import BOState, StoppingRule
 
-__all__ = ["ACQUISITIONS", "BOResult", "fit_gp", "run_bo"]
+__all__ = ["ACQUISITIONS", "BOResult", "GPFittingWarning", "fit_gp", "run_bo"]
 
 ACQUISITIONS = ("pbgi", "logeipc", "logei")
 """Acquisitions known by name: PBGI, LogEI per cost, and BoTorch's cost-unaware LogEI."""
@@ -96,45 +93,6 @@ class BOResult:
         return self.stopped_at if step is None else step
 
 
-def fit_gp(X: Tensor, Y: Tensor, bounds: Tensor) -> SingleTaskGP:
-    """Fit BoTorch's ``SingleTaskGP`` (Matern-5/2 ARD, inferred noise) by marginal likelihood.
-
-    Args:
-        X: ``(n, d)`` inputs in the original space.
-        Y: ``(n,)`` or ``(n, 1)`` observations.
-        bounds: ``(2, d)`` search-space bounds, used to normalize inputs.
-
-    Returns:
-        The fitted model (outputs standardized internally, predictions in original units).
-    """
-    model = SingleTaskGP(
-        X,
-        Y.reshape(-1, 1),
-        input_transform=Normalize(d=X.shape[-1], bounds=bounds),
-        outcome_transform=Standardize(m=1),
-    )
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            fit_gpytorch_mll(mll)
-        except ModelFittingError:
-            pass  # keep the prior hyperparameters; the loop can still proceed
-    return model
-
-
-def _check_bounds(bounds: Any, dtype: torch.dtype, device: torch.device | None) -> Tensor:
-    b = torch.as_tensor(bounds, dtype=dtype, device=device)
-    if b.ndim != 2 or b.shape[0] != 2 or b.shape[1] < 1:
-        raise ValueError(f"bounds must have shape (2, d) with d >= 1, got {tuple(b.shape)}")
-    if not torch.all(torch.isfinite(b)):
-        raise ValueError("bounds must be finite")
-    if not torch.all(b[0] < b[1]):
-        bad = torch.nonzero(b[0] >= b[1]).flatten().tolist()
-        raise ValueError(f"bounds must have lower < upper in every dimension; violated at {bad}")
-    return b
-
-
 def _as_float(value: Any, what: str, x: Tensor) -> float:
     try:
         v = float(value)
@@ -186,6 +144,8 @@ def run_bo(
     progress: bool | Callable[..., Iterable[int]] = False,
     dtype: torch.dtype = torch.float64,
     device: str | torch.device | None = None,
+    fit_model: Callable[[Tensor, Tensor, Tensor], Any] = fit_gp,
+    refit_every: int = 1,
 ) -> BOResult:
     """Maximize ``objective`` over a box by Bayesian optimization with cost-aware stopping.
 
@@ -216,6 +176,13 @@ def run_bo(
         progress: True for a progress bar, or ``progress(iterable, description)``.
         dtype: Floating dtype of the model (float64 recommended).
         device: Torch device of the model and data.
+        fit_model: ``fit_model(X, Y, bounds) -> Model`` builds the surrogate at each
+            step from ``(n, d)`` inputs and ``(n,)`` values (default :func:`fit_gp`);
+            e.g. a GP with known hyperparameters.
+        refit_every: With the default ``fit_gp`` (and for the observed-cost GP),
+            re-estimate the hyperparameters every ``refit_every`` steps, warm-started
+            from the last fit; in between the GP is only conditioned on the new data
+            with the last hyperparameters (1: refit at every step).
 
     Returns:
         A :class:`BOResult`.
@@ -231,26 +198,27 @@ def run_bo(
         >>> f = Ackley(dim=2, negate=True)
         >>> res = run_bo(lambda x: f(x), f.bounds, cost=lambda X: 0.01 * (1 + X.abs().sum(-1)),
         ...              stopping=CostAwareStopping(), optimum=0.0, max_evaluations=20)
-        >>> res.regret[-1]
+        >>> len(res.regret) == res.stopped_at + 1  # after the design and each evaluation
+        True
     """
     if not callable(objective):
         raise TypeError(f"objective must be callable, got {type(objective).__name__}")
     dev = torch.device(device) if device is not None else None
-    b = _check_bounds(bounds, dtype, dev)
+    b = check_bounds(bounds, dtype, dev)
     d = b.shape[1]
     if isinstance(acquisition, str) and acquisition not in ACQUISITIONS:
         raise ValueError(
             f"acquisition must be one of {ACQUISITIONS} or a callable, got {acquisition!r}"
         )
-    if (
-        isinstance(max_evaluations, bool)
-        or not isinstance(max_evaluations, int)
-        or max_evaluations < 0
-    ):
-        raise ValueError(f"max_evaluations must be an int >= 0, got {max_evaluations!r}")
-    n_init = 2 * (d + 1) if n_init is None else n_init
-    if isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 2:
-        raise ValueError(f"n_init must be an int >= 2, got {n_init!r}")
+    max_evaluations = check_int("max_evaluations", max_evaluations, low=0)
+    n_init = check_int("n_init", 2 * (d + 1) if n_init is None else n_init, low=2)
+    num_restarts = check_int("num_restarts", num_restarts, low=1)
+    raw_samples = check_int("raw_samples", raw_samples, low=1)
+    seed = check_int("seed", seed, low=0)
+    lmbda = check_float("lmbda", lmbda, low=0.0, low_inclusive=False)
+    refit_every = check_int("refit_every", refit_every, low=1)
+    if not callable(fit_model):
+        raise TypeError(f"fit_model must be callable, got {type(fit_model).__name__}")
     names = [r.name for r in monitor]
     if len(set(names)) != len(names):
         raise ValueError(f"monitored rules must have distinct names, got {names}")
@@ -316,6 +284,8 @@ def run_bo(
         acq_values: list[float] = []
         stop_reason = "max_evaluations"
         k = 0
+        model: Any = None
+        cost_fn: Any = None
         # the last pass only asks the rules, so the bar counts evaluations
         for k in _progress(range(max_evaluations + 1), progress, max(max_evaluations, 1)):
             if remaining is not None and not bool(remaining.any()):
@@ -324,8 +294,17 @@ def run_bo(
             X = torch.stack(xs)
             Y = torch.tensor(ys, dtype=dtype, device=dev)
             C = torch.tensor(cs, dtype=dtype, device=dev)
-            model = fit_gp(X, Y, b)
-            cost_fn = ModelledCost(X, C, b) if observed else known_cost
+            refit = k % refit_every == 0
+            if fit_model is fit_gp:
+                model = fit_gp(X, Y, b, hyperparameters_from=model, optimize=refit or model is None)
+            else:
+                model = fit_model(X, Y, b)
+            if observed:
+                cost_fn = ModelledCost(
+                    X, C, b, hyperparameters_from=cost_fn, optimize=refit or cost_fn is None
+                )
+            else:
+                cost_fn = known_cost
             best_f = Y.max()
             acqf = _make_acquisition(acquisition, model, best_f, cost_fn, lmbda)
             # reseed per step: the trajectory must not depend on what monitored rules draw

@@ -41,6 +41,7 @@ from botorch.acquisition.analytic import (
     UpperConfidenceBound,
 )
 from botorch.models.model import Model
+from icml26_core.validation import check_float, check_int
 from torch import Tensor
 
 from bo_stopping.acquisition import LogExpectedImprovementPerCost, PandoraBoxGittinsIndex
@@ -107,12 +108,7 @@ class BOState:
 
 
 def _check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        expected = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite number {expected}, got {value!r}")
-    return float(value)
+    return check_float(name, value, low=0.0, low_inclusive=allow_zero)
 
 
 class StoppingRule(ABC):
@@ -161,17 +157,19 @@ class CostAwareStopping(StoppingRule):
             return state.acq_value <= float(state.best_f)
         if isinstance(acqf, LogExpectedImprovementPerCost) and math.isclose(acqf.lmbda, self.lmbda):
             return state.acq_value <= 0.0
+        # max_x LogEIPC_lmbda = max_x LogEIPC_1 - log(lmbda): one maximization serves
+        # every lmbda (rules for several cost levels monitored on one trajectory)
         value = state.max_of(
-            f"logeipc:{self.lmbda}",
-            lambda: LogExpectedImprovementPerCost(
-                state.model, state.best_f, state.cost, lmbda=self.lmbda
-            ),
+            "logeipc", lambda: LogExpectedImprovementPerCost(state.model, state.best_f, state.cost)
         )
-        return value <= 0.0
+        return value <= math.log(self.lmbda)
 
 
 class FixedBudget(StoppingRule):
     """Stop after ``n_evaluations`` evaluations beyond the initial design, or a total cost.
+
+    ``FixedBudget(0)`` is the trivial floor "stop at once": keep the best point of the
+    initial design and pay for nothing more.
 
     Args:
         n_evaluations: Evaluations allowed after the initial design (>= 0).
@@ -182,13 +180,13 @@ class FixedBudget(StoppingRule):
     """
 
     def __init__(self, n_evaluations: int, max_cost: float | None = None) -> None:
-        if isinstance(n_evaluations, bool) or not isinstance(n_evaluations, int):
-            raise TypeError(f"n_evaluations must be an int, got {type(n_evaluations).__name__}")
-        if n_evaluations < 0:
-            raise ValueError(f"n_evaluations must be >= 0, got {n_evaluations}")
-        self.n_evaluations = n_evaluations
+        self.n_evaluations = check_int("n_evaluations", n_evaluations, low=0)
         self.max_cost = None if max_cost is None else _check_positive("max_cost", max_cost)
-        self.name = f"fixed budget ({n_evaluations})"
+        self.name = (
+            "stop at once"
+            if n_evaluations == 0 and max_cost is None
+            else (f"fixed budget ({n_evaluations})")
+        )
 
     def should_stop(self, state: BOState) -> bool:
         """Stop once the evaluation count (or the cost cap) is reached."""
