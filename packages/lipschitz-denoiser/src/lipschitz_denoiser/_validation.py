@@ -100,7 +100,8 @@ def check_noise_level(
         if check_values and s.numel() and not bool(((s >= 0) & torch.isfinite(s)).all()):
             raise ValueError(f"{name} must be finite and >= 0 (intensity units, [0, 1] images)")
         return s
-    if isinstance(sigma, bool) or not isinstance(sigma, int | float):
+    # a tuple, not int | float: torch.compile before 2.10 cannot trace a types.UnionType
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)):
         raise TypeError(
             f"{name} must be a float, an (N,) tensor or a noise map, got {type(sigma).__name__}"
         )

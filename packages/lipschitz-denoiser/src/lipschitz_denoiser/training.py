@@ -122,7 +122,7 @@ def train_denoiser(
         )
     if not bool(torch.isfinite(data).all()):
         raise ValueError("patches contain NaN or inf")
-    lo, hi = (sigma, sigma) if isinstance(sigma, int | float) else tuple(sigma)
+    lo, hi = (sigma, sigma) if isinstance(sigma, (int, float)) else tuple(sigma)
     if not (0 <= lo <= hi and math.isfinite(hi)):
         raise ValueError(f"sigma must be >= 0 (a float or a (low, high) range), got {sigma!r}")
     dev = torch.device(device)
