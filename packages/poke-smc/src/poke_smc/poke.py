@@ -298,6 +298,7 @@ def fit_poke(
     lr: float = 3e-3,
     batch_size: int = 512,
     val_fraction: float = 0.2,
+    validation: Rollouts | None = None,
     seed: int = 0,
 ) -> tuple[PokeValue, PokeFit]:
     """Fit POKE to rollouts by least squares on the residual of the greedy estimate.
@@ -308,7 +309,10 @@ def fit_poke(
         epochs: Passes over the training states (Adam, cosine-decayed LR).
         lr: Peak learning rate.
         batch_size: States per gradient step.
-        val_fraction: Share of states held out to measure the fit.
+        val_fraction: Share of the inputs whose states are held out to measure the fit
+            (ignored when ``validation`` is given).
+        validation: Rollouts of other inputs to measure the fit on; then every state of
+            ``rollouts`` is fitted on.
         seed: Seed of the split and the shuffling.
 
     Returns:
@@ -325,7 +329,12 @@ def fit_poke(
     check_int("batch_size", batch_size, low=1)
     check_float("lr", lr, low=0.0, low_inclusive=False)
     gen = torch.Generator().manual_seed(seed)
-    train, val = rollouts.split(val_fraction, gen)
+    if validation is None:
+        train, val = rollouts.split(val_fraction, gen)
+    else:
+        if len(validation) < 1:
+            raise ValueError("validation must hold at least one state")
+        train, val = rollouts, validation
     net = value if value is not None else PokeValue()
     net = net.cpu().train()
     opt = torch.optim.Adam(net.parameters(), lr=lr)
