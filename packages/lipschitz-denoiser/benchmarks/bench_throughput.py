@@ -29,14 +29,19 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--configs", default="5x16,8x32",
-                        help="depth x width pairs (17x64 needs minutes of eigensolves on CPU)")
+    parser.add_argument(
+        "--configs",
+        default="5x16,8x32",
+        help="depth x width pairs (17x64 needs minutes of eigensolves on CPU)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch_device(args.device)
     x = torch.rand(args.batch, 1, args.size, args.size, device=device)
-    print(f"{'depth':>5} {'width':>5} {'ours MP/s':>10} {'DnCNN MP/s':>10} "
-          f"{'speed ours/DnCNN [95% CI]':>28}")
+    print(
+        f"{'depth':>5} {'width':>5} {'ours MP/s':>10} {'DnCNN MP/s':>10} "
+        f"{'speed ours/DnCNN [95% CI]':>28}"
+    )
     for depth, width in (tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")):
         ours = PermutationDenoiser(1, width, depth).to(device).eval()
         cnn = deepinv.models.DnCNN(1, 1, depth=depth, nf=width, pretrained=None).to(device).eval()
@@ -47,8 +52,10 @@ def main() -> int:
                                 device=device)  # fmt: skip
         ev = cmp.speedup()
         mp = x.numel() / 1e6
-        print(f"{depth:>5} {width:>5} {mp / cmp.median_a:>10.3f} {mp / cmp.median_b:>10.3f} "
-              f"{ev.effect:>12.2f} [{ev.ci_low:.2f}, {ev.ci_high:.2f}]")
+        print(
+            f"{depth:>5} {width:>5} {mp / cmp.median_a:>10.3f} {mp / cmp.median_b:>10.3f} "
+            f"{ev.effect:>12.2f} [{ev.ci_low:.2f}, {ev.ci_high:.2f}]"
+        )
     return 0
 
 

@@ -88,9 +88,11 @@ def test_pnp_fb_converges_to_one_point_from_any_start(op_name):
 
 def test_pnp_dr_converges_with_firmly_nonexpansive_denoiser():
     torch.manual_seed(0)
-    model = PermutationDenoiser(
-        features=8, depth=3, lipschitz=0.6, max_skip=0.5, grid=32
-    ).double().eval()
+    model = (
+        PermutationDenoiser(features=8, depth=3, lipschitz=0.6, max_skip=0.5, grid=32)
+        .double()
+        .eval()
+    )
     assert float(model.reflection_bound()) < 1.0
     op = _operators()["gaussian"]
     gen = torch.Generator().manual_seed(4)

@@ -7,25 +7,39 @@ import torch
 
 
 def _game_type(name, chance):
-    mode = (pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC if chance
-            else pyspiel.GameType.ChanceMode.DETERMINISTIC)
+    mode = (
+        pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
+        if chance
+        else pyspiel.GameType.ChanceMode.DETERMINISTIC
+    )
     return pyspiel.GameType(
-        short_name=name, long_name=name,
+        short_name=name,
+        long_name=name,
         dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
         chance_mode=mode,
         information=pyspiel.GameType.Information.PERFECT_INFORMATION,
         utility=pyspiel.GameType.Utility.ZERO_SUM,
         reward_model=pyspiel.GameType.RewardModel.TERMINAL,
-        max_num_players=2, min_num_players=2,
-        provides_information_state_string=False, provides_information_state_tensor=False,
-        provides_observation_string=False, provides_observation_tensor=False,
-        parameter_specification={})
+        max_num_players=2,
+        min_num_players=2,
+        provides_information_state_string=False,
+        provides_information_state_tensor=False,
+        provides_observation_string=False,
+        provides_observation_tensor=False,
+        parameter_specification={},
+    )
 
 
 def _game_info(actions, outcomes):
-    return pyspiel.GameInfo(num_distinct_actions=actions, max_chance_outcomes=outcomes,
-                            num_players=2, min_utility=-1.0, max_utility=1.0, utility_sum=0.0,
-                            max_game_length=4)
+    return pyspiel.GameInfo(
+        num_distinct_actions=actions,
+        max_chance_outcomes=outcomes,
+        num_players=2,
+        min_utility=-1.0,
+        max_utility=1.0,
+        utility_sum=0.0,
+        max_game_length=4,
+    )
 
 
 DIE = [(0, 0.5), (1, 0.3), (2, 0.2)]

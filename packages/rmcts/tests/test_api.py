@@ -47,8 +47,13 @@ def _positions(game, count, seed):
 def test_search_bot_plays_open_spiel_mcts_bot(ttt, exact, cls):
     bot = SearchBot(cls(exact, simulations=48, batch_size=8))
     assert isinstance(bot, pyspiel.Bot) and bot.provides_policy()
-    ref = os_mcts.MCTSBot(ttt, 2.0, 30, os_mcts.RandomRolloutEvaluator(1, np.random.RandomState(0)),
-                          random_state=np.random.RandomState(0))
+    ref = os_mcts.MCTSBot(
+        ttt,
+        2.0,
+        30,
+        os_mcts.RandomRolloutEvaluator(1, np.random.RandomState(0)),
+        random_state=np.random.RandomState(0),
+    )
     rng = np.random.default_rng(0)
     for seats in ([bot, ref], [ref, bot]):
         returns = evaluate_bots(ttt.new_initial_state(), seats, rng)

@@ -11,8 +11,12 @@ P = np.array([0.5, 0.3, 0.2])  # the two-dice game's die (conftest.py)
 
 def _hand_pi_bar(prior, q, n, c):
     lam = c * np.sqrt(n) / (len(prior) + n)
-    alpha = brentq(lambda a: np.sum(lam * prior / (a - q)) - 1.0,
-                   np.max(q + lam * prior), np.max(q) + lam, xtol=1e-15)
+    alpha = brentq(
+        lambda a: np.sum(lam * prior / (a - q)) - 1.0,
+        np.max(q + lam * prior),
+        np.max(q) + lam,
+        xtol=1e-15,
+    )
     return lam * prior / (alpha - q)
 
 
@@ -36,7 +40,8 @@ def test_two_dice_full_tree_is_the_exact_expectation(two_dice, fixed):
     assert res.value == pytest.approx((v_root + 10 * pi @ [0.0, -0.1]) / 11, abs=1e-9)
     assert res.action == int(np.argmax(pi))  # the regularization still favours the prior here
     roll = res.root.children[1]
-    assert roll.chance and roll.player == -1 and roll.sign == 0.0
+    assert roll.chance and roll.player == -1
+    assert roll.sign == 0.0  # exact: chance nodes have sign 0 by definition
     np.testing.assert_allclose(roll.prior, P)
 
 
@@ -62,8 +67,7 @@ def test_two_dice_partial_tree_by_hand(two_dice, fixed):
     np.testing.assert_array_equal(res.visits, [1.0, 2.0])
     q = np.array([0.0, v_roll])
     np.testing.assert_allclose(res.q, q, atol=1e-12)
-    np.testing.assert_allclose(res.policy, _hand_pi_bar(np.array([0.3, 0.7]), q, 3.0, c),
-                               atol=1e-9)
+    np.testing.assert_allclose(res.policy, _hand_pi_bar(np.array([0.3, 0.7]), q, 3.0, c), atol=1e-9)
     # the public backup gives the same root posterior on the same nodes
     nodes = list(_walk(res.root))
     np.testing.assert_allclose(backup(nodes, c), res.policy[[0, 1]], atol=1e-12)

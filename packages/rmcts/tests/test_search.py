@@ -72,7 +72,7 @@ def test_recursion_on_hand_built_tree(ttt):
     c = 1.7
     root.set_evaluation(np.log([1e-4, 1, 1, 1, 1, 1, 0.5, 0.3, 0.2]), 0.1)
     t = root.child(0)
-    assert t.terminal and t.value0 == 1.0
+    assert t.terminal and t.value0 == 1.0  # exact: a terminal win is the returns value 1
     a = root.child(1)
     a.set_evaluation(np.log(np.full(9, 0.5)), -0.4)  # O's own value
     a0 = a.child(0)

@@ -69,8 +69,10 @@ def main() -> None:
         Q, _ = np.linalg.qr(ours.whitening_ @ U)  # back to X coordinates
         theirs = Q.T
         between = subspace_distance(ours.components_, theirs)
-        print(f"   {model}: ours {subspace_distance(ours.components_, B0):.3f}, psdr "
-              f"{subspace_distance(theirs, B0):.3f}, between {between:.3f}")
+        print(
+            f"   {model}: ours {subspace_distance(ours.components_, B0):.3f}, psdr "
+            f"{subspace_distance(theirs, B0):.3f}, between {between:.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ def main() -> None:
                 X, y, B0 = make_discrete_model(kind, model, 1000, 6, rng)
                 d = B0.shape[0]
                 disc["RMAVE"][(kind, model)].append(
-                    subspace_distance(RMAVE(d).fit(X, y).components_, B0))
+                    subspace_distance(RMAVE(d).fit(X, y).components_, B0)
+                )
                 for c, kw in CONFIGS.items():
                     est = SMAVE(d, random_state=s, **kw).fit(X, y)
                     disc[c][(kind, model)].append(subspace_distance(est.components_, B0))
@@ -69,11 +70,14 @@ def main() -> None:
                 dr = subspace_distance(RMAVE(1).fit(X, y).components_, B0)
                 for T in BUDGETS:
                     ds = subspace_distance(
-                        SMAVE(1, max_iter=T, random_state=s).fit(X, y).components_, B0)
+                        SMAVE(1, max_iter=T, random_state=s).fit(X, y).components_, B0
+                    )
                     ladder[n][T].append(np.log(ds / dr))
             print(f"seed {s} done, {time.perf_counter() - t0:.0f} s", flush=True)
-    print("\ncontinuous: geometric mean of distance(SMAVE) / distance(RMAVE) "
-          f"over {len(settings)} settings x {args.seeds} seeds")
+    print(
+        "\ncontinuous: geometric mean of distance(SMAVE) / distance(RMAVE) "
+        f"over {len(settings)} settings x {args.seeds} seeds"
+    )
     for c, v in logr.items():
         print(f"  {c:28s} {np.exp(np.mean(v)):.3f}  (worst {np.exp(np.max(v)):.2f})")
     print("\ndiscrete designs (n = 1000, p = 6): mean distance")
@@ -81,13 +85,15 @@ def main() -> None:
     print(f"  {'':28s} {head}")
     for c, v in disc.items():
         print(f"  {c:28s} " + "  ".join(f"{np.mean(v[k]):11.3f}" for k in discrete))
-    print("\nbudget: geometric mean of distance(SMAVE at max_iter) / distance(RMAVE), "
-          "single-index, p = 20")
+    print(
+        "\nbudget: geometric mean of distance(SMAVE at max_iter) / distance(RMAVE), "
+        "single-index, p = 20"
+    )
     for n, row in ladder.items():
-        print(f"  n = {n:5d}: " + "  ".join(f"{T}: {np.exp(np.mean(v)):.2f}"
-                                           for T, v in row.items()))
+        print(
+            f"  n = {n:5d}: " + "  ".join(f"{T}: {np.exp(np.mean(v)):.2f}" for T, v in row.items())
+        )
 
 
 if __name__ == "__main__":
     main()
-

@@ -247,8 +247,14 @@ def test_localization_is_nearest_neighbours_in_the_projected_space(rng):
     from smave._init import moment_directions
 
     X, y, _ = _single_index(rng, n=300, noise=0.1)
-    est = SMAVE(variant="simplified", n_neighbors=20, neighbor_pool=1.0, max_iter=1,
-                init="moments", bandwidth_floor=0.0).fit(X, y)
+    est = SMAVE(
+        variant="simplified",
+        n_neighbors=20,
+        neighbor_pool=1.0,
+        max_iter=1,
+        init="moments",
+        bandwidth_floor=0.0,
+    ).fit(X, y)
     loc = est.fixed_localization_
     Z = (X - est.mean_) @ est.whitening_
     P = Z @ moment_directions(Z, (y - y.mean()) / y.std(), 1)  # the start's projection
@@ -261,8 +267,14 @@ def test_localization_is_nearest_neighbours_in_the_projected_space(rng):
     overlap = [len(set(a) & set(b)) for a, b in zip(ambient, loc.neighbors, strict=True)]
     assert np.mean(overlap) < 10
     # with the bandwidth floor, neighbours lie within max(k-th distance, floor)
-    est = SMAVE(variant="simplified", n_neighbors=20, neighbor_pool=1.0, max_iter=1,
-                init="moments", bandwidth_floor=2.0).fit(X, y)
+    est = SMAVE(
+        variant="simplified",
+        n_neighbors=20,
+        neighbor_pool=1.0,
+        max_iter=1,
+        init="moments",
+        bandwidth_floor=2.0,
+    ).fit(X, y)
     got = np.take_along_axis(dist, est.fixed_localization_.neighbors, axis=1)
     assert np.all(got <= np.maximum(kth, est.bandwidth_floor_)[:, None] + 1e-9)
     assert np.mean(np.max(got, axis=1) > kth + 1e-9) > 0.1  # the floor binds somewhere
@@ -333,7 +345,7 @@ def test_fully_tied_neighbourhoods_warn():
     Xc, yc, _ = _single_index(rng, n=500)
     with warnings.catch_warnings():
         warnings.simplefilter("error", TiedNeighborsWarning)
-        assert SMAVE(random_state=0).fit(Xc, yc).tied_fraction_ == 0.0
+        assert SMAVE(random_state=0).fit(Xc, yc).tied_fraction_ == 0.0  # exact: a count ratio, 0/n
 
 
 def test_auto_start_keeps_the_better_criterion(rng):

@@ -125,8 +125,7 @@ def _build(name: str, features: int, depth: int, grid: int = 128) -> torch.nn.Mo
     return deepinv_dncnn(1, features, depth)
 
 
-def _train(name, features, depth, patches, steps, batch, lr, seed, device, progress=None,
-           grid=128):
+def _train(name, features, depth, patches, steps, batch, lr, seed, device, progress=None, grid=128):
     torch.manual_seed(seed)
     model = _build(name, features, depth, grid)
     kw = {}
@@ -230,8 +229,9 @@ def _run(ctx: RunContext) -> Result:
     tv_iters = ctx.pick(15, 60, 200)  # inner iterations of deepinv's TV prox in PnP
     notes: list[str] = []
     if ctx.scale == "smoke":
-        notes.append("smoke scale: one value of every grid, 6 items, BM3D skipped; no verdict "
-                     "is meant")
+        notes.append(
+            "smoke scale: one value of every grid, 6 items, BM3D skipped; no verdict is meant"
+        )
 
     # -- data ---------------------------------------------------------------------------
     patches = training_patches(
@@ -400,8 +400,9 @@ def _run(ctx: RunContext) -> Result:
         y, x_rand = _measure(op, test, ctx.seed + 11, device)
         floor = op.adjoint(y) / op.norm_squared(tuple(op.adjoint(y).shape))
         psnr.setdefault(FLOOR, {})[task] = _psnr(test, floor[:, 0].double().cpu().numpy())
-        pnp_table.add_row(task=task, method=PNP_FLOOR, n=n_test,
-                          PSNR=float(psnr[FLOOR][task].mean()))
+        pnp_table.add_row(
+            task=task, method=PNP_FLOOR, n=n_test, PSNR=float(psnr[FLOOR][task].mean())
+        )
         for method in [*pnp_methods, "ours (DR)"]:
             base = OURS if method == "ours (DR)" else method
             g = pnp_param[(task, base)]

@@ -40,13 +40,14 @@ def wilson_interval(score: float, n: int, z: float = 1.96) -> tuple[float, float
         raise ValueError(f"n must be >= 1, got {n}")
     if not 0.0 <= score <= 1.0:
         raise ValueError(f"score must be in [0, 1], got {score}")
-    denom = 1 + z * z / n
-    centre = (score + z * z / (2 * n)) / denom
-    half = z * np.sqrt(score * (1 - score) / n + z * z / (4 * n * n)) / denom
-    # the interval always contains the observed score (rounding aside)
-    low = min(max(0.0, centre - half), score)
-    high = max(min(1.0, centre + half), score)
-    return float(low), float(high)
+    from icml26_core.stats import win_rate
+    from scipy.stats import norm
+
+    # scipy's Wilson interval (through the core), on the nearest half-point count
+    half_points = round(2 * score * n)
+    wins, draws = half_points // 2, half_points % 2
+    ev = win_rate(wins, draws, n - wins - draws, min_n=1, confidence=float(2 * norm.cdf(z) - 1))
+    return float(min(ev.ci_low, score)), float(max(ev.ci_high, score))
 
 
 class OpenSpielMCTSBot:
@@ -209,8 +210,7 @@ def _play_games(
             times[who].append(seconds)
             evals[who].append(n_eval)
             state.apply_action(action)
-        out.append((0.5 * (state.returns()[a_seat] + 1.0), times[0], times[1], evals[0],
-                    evals[1]))
+        out.append((0.5 * (state.returns()[a_seat] + 1.0), times[0], times[1], evals[0], evals[1]))
     return out
 
 

@@ -110,8 +110,10 @@ def check_game(game: Any, *, observation: bool = False) -> None:
         problems.append(f"{game.num_players()} players (need 2)")
     if gt.utility != pyspiel.GameType.Utility.ZERO_SUM:
         problems.append(f"utility {gt.utility.name} (need ZERO_SUM)")
-    allowed = (pyspiel.GameType.ChanceMode.DETERMINISTIC,
-               pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC)
+    allowed = (
+        pyspiel.GameType.ChanceMode.DETERMINISTIC,
+        pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+    )
     if gt.chance_mode not in allowed:
         problems.append(
             f"chance mode {gt.chance_mode.name} (need DETERMINISTIC or EXPLICIT_STOCHASTIC, "
@@ -161,8 +163,10 @@ def describe_state(state: Any) -> str:
         text = "?"
     if len(text) > 200:
         text = text[:197] + "..."
-    return (f"game {state.get_game().get_type().short_name!r}, history {state.history()}, "
-            f"state {text!r}")
+    return (
+        f"game {state.get_game().get_type().short_name!r}, history {state.history()}, "
+        f"state {text!r}"
+    )
 
 
 def legal_mask(state: Any, num_actions: int) -> np.ndarray:

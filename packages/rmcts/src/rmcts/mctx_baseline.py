@@ -63,21 +63,31 @@ class MctxGumbelMuZero:
         True
     """
 
-    def __init__(self, evaluator: Any, *, simulations: int = 64,
-                 max_num_considered_actions: int = 16, seed: int = 0) -> None:
+    def __init__(
+        self,
+        evaluator: Any,
+        *,
+        simulations: int = 64,
+        max_num_considered_actions: int = 16,
+        seed: int = 0,
+    ) -> None:
         try:
             import jax
             import mctx
         except ImportError as err:  # pragma: no cover - the extra is missing
-            raise ImportError('MctxGumbelMuZero needs jax and mctx: pip install "rmcts[mctx]"'
-                              ) from err
+            raise ImportError(
+                'MctxGumbelMuZero needs jax and mctx: pip install "rmcts[mctx]"'
+            ) from err
         if not callable(getattr(evaluator, "evaluate", None)):
-            raise TypeError("evaluator must have a method evaluate(states) -> (logits, values), "
-                            f"got {type(evaluator).__name__}")
+            raise TypeError(
+                "evaluator must have a method evaluate(states) -> (logits, values), "
+                f"got {type(evaluator).__name__}"
+            )
         self.evaluator = evaluator
         self.simulations = check_int("simulations", simulations, low=1)
-        self.max_num_considered_actions = check_int("max_num_considered_actions",
-                                                    max_num_considered_actions, low=1)
+        self.max_num_considered_actions = check_int(
+            "max_num_considered_actions", max_num_considered_actions, low=1
+        )
         self._jax, self._mctx = jax, mctx
         self._key = jax.random.PRNGKey(int(seed))
         self._compiled: dict[int, Any] = {}
@@ -151,20 +161,30 @@ class MctxGumbelMuZero:
                 jax.ShapeDtypeStruct((b,), jnp.float32),
                 jax.ShapeDtypeStruct((b,), jnp.int32),
             )
-            r, d, lg, v, e = jax.pure_callback(self._step, shapes, action, embedding,
-                                               vmap_method="sequential")
+            r, d, lg, v, e = jax.pure_callback(
+                self._step, shapes, action, embedding, vmap_method="sequential"
+            )
             return mctx.RecurrentFnOutput(reward=r, discount=d, prior_logits=lg, value=v), e
 
         def policy(key: Any, logits: Any, value: Any, invalid: Any) -> Any:
-            root = mctx.RootFnOutput(prior_logits=logits, value=value,
-                                     embedding=jnp.zeros((1,), jnp.int32))
+            root = mctx.RootFnOutput(
+                prior_logits=logits, value=value, embedding=jnp.zeros((1,), jnp.int32)
+            )
             out = mctx.gumbel_muzero_policy(
-                params=(), rng_key=key, root=root, recurrent_fn=recurrent_fn,
-                num_simulations=self.simulations, invalid_actions=invalid,
+                params=(),
+                rng_key=key,
+                root=root,
+                recurrent_fn=recurrent_fn,
+                num_simulations=self.simulations,
+                invalid_actions=invalid,
                 max_num_considered_actions=self.max_num_considered_actions,
             )
-            return out.action, out.action_weights, out.search_tree.qvalues(
-                jnp.zeros((1,), jnp.int32)), out.search_tree.summary().visit_counts
+            return (
+                out.action,
+                out.action_weights,
+                out.search_tree.qvalues(jnp.zeros((1,), jnp.int32)),
+                out.search_tree.summary().visit_counts,
+            )
 
         fn = jax.jit(policy)
         self._compiled[num_actions] = fn
@@ -209,20 +229,33 @@ class MctxGumbelMuZero:
         counter = self._counter
         self._store = []
         return SearchResult(
-            action=action, policy=policy / max(policy.sum(), 1e-300),
-            value=float(value[0]), simulations=self.simulations,
-            evaluations=counter.evaluations, batches=len(counter.batch_sizes),
-            seconds=time.perf_counter() - t0, batch_sizes=list(counter.batch_sizes),
-            q=qa, visits=va, prior=prior, root=None,
+            action=action,
+            policy=policy / max(policy.sum(), 1e-300),
+            value=float(value[0]),
+            simulations=self.simulations,
+            evaluations=counter.evaluations,
+            batches=len(counter.batch_sizes),
+            seconds=time.perf_counter() - t0,
+            batch_sizes=list(counter.batch_sizes),
+            q=qa,
+            visits=va,
+            prior=prior,
+            root=None,
         )
 
     def __getstate__(self) -> dict[str, Any]:
         """Picklable for worker processes: the compiled functions are rebuilt there."""
-        return {"evaluator": self.evaluator, "simulations": self.simulations,
-                "max_num_considered_actions": self.max_num_considered_actions,
-                "key": np.asarray(self._key)}
+        return {
+            "evaluator": self.evaluator,
+            "simulations": self.simulations,
+            "max_num_considered_actions": self.max_num_considered_actions,
+            "key": np.asarray(self._key),
+        }
 
     def __setstate__(self, d: dict[str, Any]) -> None:
-        self.__init__(d["evaluator"], simulations=d["simulations"],
-                      max_num_considered_actions=d["max_num_considered_actions"])
+        self.__init__(
+            d["evaluator"],
+            simulations=d["simulations"],
+            max_num_considered_actions=d["max_num_considered_actions"],
+        )
         self._key = self._jax.numpy.asarray(d["key"])

@@ -71,11 +71,13 @@ class _Search:
         self.batch_size = check_int("batch_size", batch_size, low=1)
         self.c = check_float("c", c, low=0.0)
         if dirichlet_alpha is not None:
-            dirichlet_alpha = check_float("dirichlet_alpha", dirichlet_alpha, low=0.0,
-                                          low_inclusive=False)
+            dirichlet_alpha = check_float(
+                "dirichlet_alpha", dirichlet_alpha, low=0.0, low_inclusive=False
+            )
         self.dirichlet_alpha = dirichlet_alpha
-        self.dirichlet_fraction = check_float("dirichlet_fraction", dirichlet_fraction,
-                                              low=0.0, high=1.0)
+        self.dirichlet_fraction = check_float(
+            "dirichlet_fraction", dirichlet_fraction, low=0.0, high=1.0
+        )
         self.rng = np.random.default_rng(seed)
 
     def _roots(self, states: Sequence[Any], counter: EvaluationCounter) -> list[Node]:
@@ -272,8 +274,15 @@ class RMCTS(_Search):
         policies = _backup([n for t in trees for n in t.nodes], self.c)
         seconds = time.perf_counter() - t0
         return [
-            self._result(t.nodes[0], policies[id(t.nodes[0])], t.nodes[0].q(), counter,
-                         seconds, t.counted, t.evaluations)
+            self._result(
+                t.nodes[0],
+                policies[id(t.nodes[0])],
+                t.nodes[0].q(),
+                counter,
+                seconds,
+                t.counted,
+                t.evaluations,
+            )
             for t in trees
         ]
 
@@ -501,8 +510,8 @@ class MCTS(_Search):
             policy = visits / total if total > 0 else root.prior.copy()
             root.value0 = float((root.value0_net + root.value_sum0.sum()) / (1.0 + total))
             with np.errstate(invalid="ignore", divide="ignore"):
-                q = np.where(visits > 0, root.value_sum0 * root.sign / visits,
-                             root.value0_net * root.sign)
-            results.append(self._result(root, policy, q, counter, seconds, done[j],
-                                        evaluations[j]))
+                q = np.where(
+                    visits > 0, root.value_sum0 * root.sign / visits, root.value0_net * root.sign
+                )
+            results.append(self._result(root, policy, q, counter, seconds, done[j], evaluations[j]))
         return results

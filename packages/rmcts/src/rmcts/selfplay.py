@@ -107,8 +107,14 @@ class _Adam:
     both give the same parameters.
     """
 
-    def __init__(self, params: list[torch.nn.Parameter], lr: float, weight_decay: float,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        params: list[torch.nn.Parameter],
+        lr: float,
+        weight_decay: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
         self.params, self.lr, self.weight_decay = params, lr, weight_decay
         self.betas, self.eps, self.t = betas, eps, 0
         self.m = [torch.zeros_like(p) for p in params]
@@ -166,8 +172,7 @@ def _play_games(
             observations.append(obs)
             policies.append(pol)
             outcomes_.append(returns[player])
-    return (np.stack(observations), np.stack(policies),
-            np.asarray(outcomes_, dtype=np.float32))
+    return (np.stack(observations), np.stack(policies), np.asarray(outcomes_, dtype=np.float32))
 
 
 def train_selfplay(
@@ -292,8 +297,12 @@ def load_or_train(
         raise TypeError(f"game must be a game name (str) for caching, got {type(game).__name__}")
     cfg = config if config is not None else SelfPlayConfig()
     key = json.dumps(
-        {"game": game, "torch": torch.__version__.split("+")[0], "trainer": _TRAINER_VERSION,
-         **asdict(cfg)},
+        {
+            "game": game,
+            "torch": torch.__version__.split("+")[0],
+            "trainer": _TRAINER_VERSION,
+            **asdict(cfg),
+        },
         sort_keys=True,
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]

@@ -42,13 +42,13 @@ class TiedNeighborsWarning(UserWarning):
     posed; the warning says that the data are far from continuous along the estimate,
     where local smoothing in the projected space is least reliable.
     """
+
+
 # K = n^(4/(d+4)) / 4 (kept from the first version; re-checked on validation seeds)
 _BANDWIDTH_SCALE = 0.25
 
 
-def default_n_neighbors(
-    n_samples: int, n_components: int, n_distinct: int | None = None
-) -> int:
+def default_n_neighbors(n_samples: int, n_components: int, n_distinct: int | None = None) -> int:
     """Neighbourhood size ``k`` of one local fit when ``n_neighbors="auto"``.
 
     ``K`` (:func:`ideal_neighbors`) clipped to ``[10 (d + 1), 50]``: the floor keeps the
@@ -269,8 +269,7 @@ class SMAVE(SubspaceEstimator):
         if not (isinstance(self.n_neighbors, str) and self.n_neighbors == "auto"):
             check_int("n_neighbors", self.n_neighbors, low=2)
         if not (isinstance(self.neighbor_pool, str) and self.neighbor_pool == "auto"):
-            check_float("neighbor_pool", self.neighbor_pool, low=0.0, high=1.0,
-                        low_inclusive=False)
+            check_float("neighbor_pool", self.neighbor_pool, low=0.0, high=1.0, low_inclusive=False)
         check_int("batch_size", self.batch_size, low=1)
         if not (isinstance(self.max_iter, str) and self.max_iter == "auto"):
             check_int("max_iter", self.max_iter, low=1)
@@ -414,14 +413,14 @@ class SMAVE(SubspaceEstimator):
         pool = _pool(n, n_pool, rng)
         cands = {"moments": moment_directions(Z, y, d), "opg": opg}
         scores = {
-            name: self._criterion(Z, y, B, J, pool, k, h_floor, rng)
-            for name, B in cands.items()
+            name: self._criterion(Z, y, B, J, pool, k, h_floor, rng) for name, B in cands.items()
         }
         best = max(scores, key=scores.get)
         return cands[best], best, scores
 
-    def _fixed_localization(self, Z, B, k: int, pool: np.ndarray, h_floor: float, rng
-                            ) -> Localization:
+    def _fixed_localization(
+        self, Z, B, k: int, pool: np.ndarray, h_floor: float, rng
+    ) -> Localization:
         n = len(Z)
         P_pool = Z[pool] @ B
         nb, _, _, w, h = self._local(Z, B, Z, cKDTree(P_pool), pool, P_pool, k, h_floor, rng)
