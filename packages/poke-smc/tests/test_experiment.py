@@ -1,5 +1,4 @@
 from icml26_core.testing import check_experiment
-
 from poke_smc.experiment import BON, CONF, NO_LOOK, RANDOM_FLOOR, SMC, VOTE
 
 
