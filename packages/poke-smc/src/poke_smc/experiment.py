@@ -84,7 +84,7 @@ def _configs(ctx: RunContext) -> list[TaskConfig]:
     return [
         TaskConfig(s9, *ctx.pick((20, 8), (1500, 32), (8000, 128)),
                    d_model=ctx.pick(32, 64, 256), n_layers=ctx.pick(2, 3, 6),
-                   n_eval=ctx.pick(6, 96, 500), n_val=ctx.pick(4, 32, 200),
+                   n_eval=ctx.pick(6, 64, 500), n_val=ctx.pick(4, 32, 200),
                    particles=ctx.pick((2,), (2, 4), (2, 4, 8, 16)),
                    poke_items=ctx.pick(8, 64, 512), trajectories=ctx.pick(2, 8, 16)),
         TaskConfig(add, *ctx.pick((60, 32), (2000, 64), (5000, 128)),
@@ -370,6 +370,13 @@ def _task(cfg: TaskConfig, ctx: RunContext) -> dict:
     }
 
 
+def _task_in_process(index: int, scale: str, device: str, seed: int, out_dir: str) -> dict:
+    """Task ``index`` of :func:`_configs` in a worker process, with one torch thread."""
+    ctx = RunContext(scale=scale, device=device, seed=seed, out_dir=out_dir)
+    with torch_threads(1):
+        return _task(_configs(ctx)[index], ctx)
+
+
 def _pooled(results: list[dict], method: str) -> np.ndarray:
     return np.concatenate([np.asarray(r["exact"][method], dtype=float) for r in results])
 
@@ -490,13 +497,23 @@ def _claims(results: list[dict]) -> list[Claim]:
 
 def run(ctx: RunContext) -> Result:
     """Run the experiment at ``ctx.scale``; see the module docstring."""
-    results = []
-    # One thread: two are 1.4x faster on an idle 2-core machine, but collapse (spin-waiting)
-    # when the machine is shared; the full scale is for a GPU.
-    threads = ctx.pick(1, 1, 2) if torch_device(ctx.device).type == "cpu" else None
-    with torch_threads(threads):
-        for cfg in _configs(ctx):
-            results.append(_task(cfg, ctx))
+    cfgs = _configs(ctx)
+    if ctx.scale == "default" and torch_device(ctx.device).type == "cpu":
+        # The tasks are independent: one process each, one torch thread each (two threads
+        # in one process collapse, spin-waiting, when the machine is shared). Every task
+        # seeds its own streams, so the numbers are those of a sequential run.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(len(cfgs), mp_context=spawn) as pool:
+            args = (ctx.scale, ctx.device, ctx.seed, str(ctx.out_dir))
+            futures = [pool.submit(_task_in_process, i, *args) for i in range(len(cfgs))]
+            results = [f.result() for f in futures]
+    else:
+        threads = 1 if torch_device(ctx.device).type == "cpu" else None
+        with torch_threads(threads):
+            results = [_task(cfg, ctx) for cfg in cfgs]
 
     def table(title: str, rows: list[dict], note: str) -> Table:
         return Table(title=title, columns=list(rows[0]), rows=rows, note=note)
