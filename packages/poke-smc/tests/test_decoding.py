@@ -4,6 +4,7 @@ import pytest
 import torch
 from poke_smc import (
     BestOfN,
+    MajorityVote,
     MaskedDiffusionTransformer,
     NFECounter,
     PokeSMC,
@@ -157,8 +158,10 @@ def test_bad_input_raises_clearly(table_model):
         decode(table_model, [0], 0, 1)
     with pytest.raises(ValueError, match=r"steps .* <= gen_length"):
         decode(table_model, [0], 2, 3)
-    with pytest.raises(ValueError, match="steps must be a positive int"):
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
         decode(table_model, [0], 2, 0)
+    with pytest.raises(TypeError, match="steps must be an integer"):
+        decode(table_model, [0], 2, 1.5)
     with pytest.raises(ValueError, match=r"mask token .* infill"):
         decode(table_model, [0, 2], 2, 2)
     with pytest.raises(ValueError, match="outside"):
@@ -169,6 +172,8 @@ def test_bad_input_raises_clearly(table_model):
         decode(table_model, [[[0]]], 2, 2)
     with pytest.raises(ValueError, match="strategy must be one of"):
         decode(table_model, [0], 2, 2, "lowest-entropy")
+    with pytest.raises(ValueError, match=r"multiple of block_length"):
+        decode(table_model, [0], 2, 2, block_length=3)
     with pytest.raises(ValueError, match="no mask"):
         infill(table_model, [[0, 1, 2], [0, 1, 1]], 1)
     with pytest.raises(ValueError, match="fewest masked"):
@@ -181,6 +186,8 @@ def test_bad_input_raises_clearly(table_model):
         BestOfN(2, temperature=-1.0)
     with pytest.raises(ValueError, match="n must be"):
         BestOfN(0)
+    with pytest.raises(TypeError, match="temperature must be a real number"):
+        MajorityVote(2, temperature="hot")
     with pytest.raises(ValueError, match="identical trajectories"):
         BestOfN(4, temperature=0.0)
     with pytest.raises(ValueError, match="identical trajectories"):
@@ -226,7 +233,9 @@ def test_greedy_first_puts_the_greedy_path_among_the_candidates():
     assert torch.equal(bon.candidates[:, 0], greedy.tokens)
     torch.testing.assert_close(bon.candidate_path_ll[:, 0], greedy.path_ll)
     assert (bon.path_ll >= greedy.path_ll - 1e-6).all()
-    with torch.no_grad():
-        smc = decode(model, prompt, 8, 8, PokeSMC(1, temperature=1.0, greedy_first=True),
-                     generator=torch.Generator().manual_seed(0))  # fmt: skip
-    assert torch.equal(smc.tokens, greedy.tokens)
+
+
+def test_pokesmc_has_no_greedy_slot():
+    # a greedy slot's paths do not come from the proposal the weights assume
+    with pytest.raises(TypeError):
+        PokeSMC(4, greedy_first=True)

@@ -70,6 +70,25 @@ def test_fit_poke_learns_a_residual_the_greedy_estimate_misses():
     assert fit.losses[-1] < fit.losses[0]
 
 
+def test_fit_poke_measures_on_the_given_validation_rollouts():
+    g = torch.Generator().manual_seed(1)
+    n, length = 600, 6
+    logp = (2 * torch.randn(n, length, 3, generator=g)).log_softmax(-1)
+    masked = torch.rand(n, length, generator=g) < 0.7
+    masked[:, 0] = True
+    greedy = greedy_value(logp, masked)
+    target = greedy - 0.3 * masked.sum(-1)
+    groups = torch.arange(n) // 4  # 4 states per input
+    ro = Rollouts(value_features(logp, masked), masked, greedy, target, groups)
+    fit_part, held = ro.split(0.25, torch.Generator().manual_seed(0))
+    assert set(fit_part.groups.tolist()).isdisjoint(held.groups.tolist())  # inputs kept apart
+    value, fit = fit_poke(fit_part, validation=held, epochs=20, seed=0)
+    assert fit.train_states == len(fit_part) and fit.val_states == len(held)
+    mse = float(((value.predict(held) - held.target) ** 2).mean())
+    assert fit.mse_poke == pytest.approx(mse, rel=1e-4)
+    assert fit.mse_poke < fit.mse_greedy
+
+
 def test_fit_poke_rejects_bad_input():
     ro = Rollouts(torch.zeros(5, 3, 4), torch.ones(5, 3, dtype=torch.bool), torch.zeros(5),
                   torch.zeros(5))  # fmt: skip

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 from poke_smc import (
@@ -116,3 +118,77 @@ def test_bad_arguments_raise():
     ]:
         with pytest.raises(ValueError, match=match):
             PokeSMC(**kwargs)
+
+
+def _target_by_enumeration(model, temperature, position_temperature, beta):
+    """pi(x) ∝ sum over orders of q(tau) exp(beta PathLL(tau)), and q's own marginal.
+
+    One token per step on 3 masked positions: at a state, every masked position draws a
+    token at ``temperature``, then one position is chosen by softmax(confidence /
+    position_temperature) (Gumbel-top-1), as :func:`propose` does.
+    """
+    import itertools
+
+    length, mask = 3, model.mask_token_id
+    q_final, pi_final = {}, {}
+
+    def walk(state, q, pll):
+        masked = [i for i in range(length) if state[i] == mask]
+        if not masked:
+            key = tuple(state)
+            q_final[key] = q_final.get(key, 0.0) + q
+            pi_final[key] = pi_final.get(key, 0.0) + q * math.exp(beta * pll)
+            return
+        logp = torch.log_softmax(model(torch.tensor([state])).double(), -1)[0]
+        tok_q = torch.softmax(logp / temperature, -1)  # (L, V)
+        moves = {}
+        for toks in itertools.product(range(model.vocab_size), repeat=len(masked)):
+            p_toks = math.prod(float(tok_q[i, v]) for i, v in zip(masked, toks, strict=True))
+            conf = torch.tensor(
+                [float(logp[i, v].exp()) for i, v in zip(masked, toks, strict=True)]
+            )
+            pick = torch.softmax(conf / position_temperature, 0)
+            for j, (i, v) in enumerate(zip(masked, toks, strict=True)):
+                moves[(i, v)] = moves.get((i, v), 0.0) + p_toks * float(pick[j])
+        for (i, v), prob in moves.items():
+            nxt = list(state)
+            nxt[i] = v
+            walk(nxt, q * prob, pll + float(logp[i, v]))
+
+    walk([mask] * length, 1.0, 0.0)
+    z = sum(pi_final.values())
+    return q_final, {k: v / z for k, v in pi_final.items()}
+
+
+@pytest.mark.parametrize("value", [None, "greedy", "poke"])
+def test_weighted_particles_target_the_tilted_distribution(table_model, value):
+    # the final weighted particles must estimate pi ∝ q(tau) exp(beta PathLL(tau)) whatever
+    # the lookahead: the twist V only changes the intermediate targets (and resampling)
+    temperature, pos_t, beta, n = 1.0, 0.5, 1.5, 20000
+    q, pi = _target_by_enumeration(table_model, temperature, pos_t, beta)
+    if value == "poke":
+        torch.manual_seed(0)
+        value = PokeValue(8)
+        with torch.no_grad():
+            value.rho[-1].weight.normal_(0.0, 1.0)  # a twist far from the greedy estimate
+    smc = PokeSMC(n, value=value, beta=beta, temperature=temperature,
+                  position_temperature=pos_t, ess_threshold=1.0)  # fmt: skip
+    res = infill(table_model, [2, 2, 2], 3, smc, generator=torch.Generator().manual_seed(0))
+    assert res.resamples.item() == 2  # resampled before each step after the first
+    w = res.weights[0].double()
+    assert w.sum().item() == pytest.approx(1.0, abs=1e-4)  # float32 softmax over 20000
+    est = {}
+    for cand, wi in zip(res.candidates[0].tolist(), w.tolist(), strict=True):
+        est[tuple(cand)] = est.get(tuple(cand), 0.0) + wi
+    tv = 0.5 * sum(abs(est.get(k, 0.0) - p) for k, p in pi.items())
+    tv_proposal = 0.5 * sum(abs(q[k] - p) for k, p in pi.items())
+    assert tv < 0.02, (tv, est, pi)
+    assert tv_proposal > 0.1  # the tilt is far from the proposal: the test has power
+
+
+def test_final_weights_without_resampling_are_the_path_ll_tilt():
+    model = _model(3)
+    smc = PokeSMC(6, value="greedy", beta=0.7, ess_threshold=0.0, temperature=1.0)
+    with torch.no_grad():
+        res = decode(model, [[1, 2], [3, 0]], 8, 8, smc, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(res.weights, torch.softmax(0.7 * res.candidate_path_ll, -1))

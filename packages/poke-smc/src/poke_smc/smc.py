@@ -27,17 +27,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from icml26_core.validation import check_choice, check_float, check_int
 
-from poke_smc._checks import positive_int
 from poke_smc.decoding import (
+    DecodePlan,
     DecodeResult,
+    _as_plan,
+    _block_targets,
     _check_distinct,
     _check_score_temperature,
-    _first_of_each,
     _Paths,
     log_probs,
     propose,
-    reveal_schedule,
 )
 from poke_smc.poke import greedy_value
 
@@ -138,11 +139,19 @@ _RESAMPLERS = {"systematic": systematic_resample, "multinomial": multinomial_res
 class PokeSMC:
     """Sequential Monte Carlo over unmasking paths with a lookahead value (POKE-SMC).
 
+    Every particle extends its path by the stochastic proposal ``q`` (tokens sampled
+    at ``temperature``, positions by Gumbel-top-k at ``position_temperature``, see
+    :func:`~poke_smc.decoding.propose`); the weights make the particles target
+    ``pi(tau) ∝ q(tau) exp(beta * PathLL(tau))`` (module docstring). The final weights
+    are returned (:attr:`~poke_smc.decoding.DecodeResult.log_weights`), and the answer
+    is the final particle with the highest Path LL.
+
     Args:
         particles: Particles per input sequence (>= 1).
         value: The lookahead ``V(x_t)``: a :class:`~poke_smc.poke.PokeValue` (or any
             callable ``(logp (B, L, V), masked (B, L)) -> (B,)``), ``"greedy"`` for the
             greedy estimate, or None for no lookahead (weights by Path LL so far only).
+            ``V`` of a complete sequence is taken as 0.
         beta: Inverse temperature of the Path LL tilt (> 0).
         ess_threshold: Resample a prompt's particles when their ESS falls below
             ``ess_threshold * particles``; in ``[0, 1]`` (0: never, 1: every step).
@@ -151,16 +160,16 @@ class PokeSMC:
             ``temperature``.
         score: Position score of the proposal (one of :data:`~poke_smc.decoding.SCORES`).
         resampling: ``"systematic"`` or ``"multinomial"``.
-        greedy_first: The first particle slot of each input proposes greedily
-            (temperature 0): whichever particle occupies it after resampling extends its
-            path with the greedy step, so greedy continuations are always explored.
 
     With ``particles=1``, ``value=None`` and both temperatures 0 it is exactly greedy
-    decoding with ``score`` (resampling one particle is the identity).
+    decoding with ``score`` (resampling one particle is the identity). An earlier
+    version had a ``greedy_first`` slot that proposed greedily; its paths do not come
+    from ``q``, so the weights were wrong for them, and it was removed.
 
     Raises:
         ValueError: On out-of-range arguments, or ``particles > 1`` with both
             temperatures 0 (identical particles).
+        TypeError: On arguments of the wrong type.
     """
 
     particles: int = 8
@@ -171,18 +180,12 @@ class PokeSMC:
     position_temperature: float | None = None
     score: str = "confidence"
     resampling: str = "systematic"
-    greedy_first: bool = False
 
     def __post_init__(self) -> None:
-        positive_int("particles", self.particles)
-        if not isinstance(self.beta, int | float) or not self.beta > 0:
-            raise ValueError(f"beta must be > 0, got {self.beta!r}")
-        if not isinstance(self.ess_threshold, int | float) or not 0 <= self.ess_threshold <= 1:
-            raise ValueError(f"ess_threshold must be in [0, 1], got {self.ess_threshold!r}")
-        if self.resampling not in _RESAMPLERS:
-            raise ValueError(
-                f"resampling must be one of {sorted(_RESAMPLERS)}, got {self.resampling!r}"
-            )
+        check_int("particles", self.particles, low=1)
+        check_float("beta", self.beta, low=0.0, low_inclusive=False)
+        check_float("ess_threshold", self.ess_threshold, low=0.0, high=1.0)
+        check_choice("resampling", self.resampling, tuple(_RESAMPLERS))
         if not (self.value is None or self.value == "greedy" or callable(self.value)):
             raise ValueError(
                 f"value must be a PokeValue / callable, 'greedy' or None, got {self.value!r}"
@@ -194,39 +197,44 @@ class PokeSMC:
         if self.value is None:
             return torch.zeros(logp.shape[0], device=logp.device)
         if isinstance(self.value, str):
-            return greedy_value(logp, masked)
-        v = self.value
-        if isinstance(v, torch.nn.Module):
-            p = next(v.parameters(), None)
-            if p is not None and p.device != logp.device:
-                raise ValueError(
-                    f"value is on {p.device} but the model on {logp.device}; move it with .to()"
-                )
-        with torch.no_grad():
-            return v(logp, masked).float()
+            v = greedy_value(logp, masked)
+        else:
+            net = self.value
+            if isinstance(net, torch.nn.Module):
+                p = next(net.parameters(), None)
+                if p is not None and p.device != logp.device:
+                    raise ValueError(
+                        f"value is on {p.device} but the model on {logp.device}; move it with .to()"
+                    )
+            with torch.no_grad():
+                v = net(logp, masked).float()
+        return torch.where(masked.any(-1), v, 0.0)  # V of a complete sequence is 0
 
     def run(
         self,
         model: Any,
         tokens: torch.Tensor,
-        steps: int,
+        plan: DecodePlan | int,
         generator: torch.Generator | None = None,
     ) -> DecodeResult:
         """Decode ``tokens (B, L)`` with ``particles`` particles each; NFE ``particles * steps``."""
         batch, n = tokens.shape[0], self.particles
-        paths = _Paths.start(tokens.repeat_interleave(n, 0), int(model.mask_token_id))
-        # the schedule is per input, shared by its particles, so resampling leaves it valid
-        schedule = reveal_schedule(paths.masked.sum(-1), steps)
+        plan = _as_plan(plan, tokens).repeat(n)
+        am = plan.attention_mask
+        paths = _Paths.start(tokens.repeat_interleave(n, 0), int(model.mask_token_id), am)
         log_w = torch.zeros(batch, n, dtype=torch.float32, device=tokens.device)
         v_prev = delta = torch.zeros_like(paths.path_ll)
         resamples = torch.zeros(batch, dtype=torch.long, device=tokens.device)
         offsets = (torch.arange(batch, device=tokens.device) * n)[:, None]
         resample = _RESAMPLERS[self.resampling]
-        greedy_rows = _first_of_each(batch, n, tokens.device) if self.greedy_first else None
-        for t in range(steps):
-            logp = log_probs(model, paths.x)
+        calls = 0
+        for t, lo, hi, left in plan.iterate():
+            if not bool(_block_targets(paths.masked, lo, hi, left)[0].any()):
+                continue  # EOS filled the rest of this block in every particle
+            logp = log_probs(model, paths.x, am)
             v = self._lookahead(logp, paths.masked)
-            if t > 0:
+            if calls > 0:
+                # w_t = exp(beta (dPathLL + V(x_t) - V(x_{t-1}))): the proposal cancels
                 log_w = log_w + self.beta * (delta + v - v_prev).view(batch, n)
                 need = effective_sample_size(log_w) < self.ess_threshold * n
                 if n > 1 and bool(need.any()):
@@ -236,16 +244,19 @@ class PokeSMC:
                     paths, logp, v = paths.take(flat), logp[flat], v[flat]
                     log_w = torch.where(need[:, None], 0.0, log_w)
                     resamples += need.long()
+            calls += 1
+            cand, k = _block_targets(paths.masked, lo, hi, left)
             new, reveal, lp = propose(
                 logp,
-                paths.masked,
-                schedule[:, t],
+                cand,
+                k,
                 score=self.score,
                 temperature=self.temperature,
                 position_temperature=self.position_temperature,
                 generator=generator,
-                greedy_rows=greedy_rows,
             )
-            delta = paths.reveal(new, reveal, lp, t)
+            delta = paths.reveal(new, reveal, lp, t) + paths.fill_after_eos(logp, t, plan)
             v_prev = v
-        return paths.best_of_groups(batch, n, steps, resamples)
+        # the last increment, to the complete sequence (V = 0): weights ∝ exp(beta PathLL)
+        log_w = log_w + self.beta * (delta - v_prev).view(batch, n)
+        return paths.select(batch, n, calls, resamples=resamples, log_weights=log_w)

@@ -11,7 +11,8 @@ and the targets) and an exact-answer check.
   LLaDA's supervised fine-tuning), evaluation generates the answer after the prompt.
 - :class:`ShakespeareInfill`: 64-character windows of the plays (the core's
   ``shakespeare`` corpus); training masks random characters, evaluation infills a
-  masked span of 6 characters starting at a word of a held-out play.
+  masked span (a whole word of ``span`` letters with ``whole_words=True``) of a
+  held-out play, scored by exact match.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
+from icml26_core.validation import check_int
 
 from poke_smc.sudoku import make_puzzle, random_grids
 
@@ -131,8 +133,7 @@ class SudokuTask(Task):
             raise ValueError(f"size must be 4 or 9, got {size!r}")
         self.size = size
         self.blanks = blanks if blanks is not None else (10 if size == 4 else 45)
-        if not 1 <= self.blanks < size * size:
-            raise ValueError(f"blanks must be in [1, {size * size}), got {self.blanks!r}")
+        check_int("blanks", self.blanks, low=1, high=size * size - 1)
         self.name = f"sudoku {size}x{size}"
         self.alphabet = "123456789"[:size]
         self.seq_len = size * size
@@ -169,8 +170,7 @@ class AdditionTask(Task):
     """
 
     def __init__(self, digits: int = 4) -> None:
-        if not 1 <= digits <= 9:
-            raise ValueError(f"digits must be in [1, 9], got {digits!r}")
+        check_int("digits", digits, low=1, high=9)
         self.digits = digits
         self.name = f"addition {digits}-digit"
         self.alphabet = "0123456789+="
@@ -207,22 +207,28 @@ class ShakespeareInfill(Task):
 
     Text is the core's ``shakespeare`` corpus (38 plays, split by play), restricted to
     printable ASCII (other characters become spaces). Training windows come from the
-    training plays, evaluation windows from the held-out plays, with the span starting
-    at a word at least 8 characters from either end.
+    training plays, evaluation windows from the held-out plays, with the span at least
+    8 characters from either end. With ``whole_words=True`` the span is exactly one
+    word of ``span`` letters (a non-letter on each side: "that", "thou", "king"), so an
+    exact match means the word was recovered; otherwise it is any ``span`` characters
+    starting at a word.
 
     Args:
         window: Characters per sequence.
         span: Characters masked per evaluation item.
+        whole_words: Mask whole words of exactly ``span`` letters.
 
     Raises:
         ValueError: If the span does not fit in the window with 8 characters each side.
     """
 
-    def __init__(self, window: int = 64, span: int = 6) -> None:
-        if span < 1 or window < span + 16:
-            raise ValueError(f"need 1 <= span and window >= span + 16, got {window=}, {span=}")
-        self.window, self.span = window, span
-        self.name = "shakespeare infilling"
+    def __init__(self, window: int = 64, span: int = 6, whole_words: bool = False) -> None:
+        check_int("window", window, low=1)
+        check_int("span", span, low=1)
+        if window < span + 16:
+            raise ValueError(f"need window >= span + 16, got {window=}, {span=}")
+        self.window, self.span, self.whole_words = window, span, bool(whole_words)
+        self.name = "shakespeare words" if whole_words else "shakespeare infilling"
         self.alphabet = "\n" + "".join(ch for ch in string.printable if ch.isprintable())
         self.seq_len = window
         self._text: dict[str, np.ndarray] = {}
@@ -249,22 +255,37 @@ class ShakespeareInfill(Task):
         x = ids[starts[:, None] + np.arange(self.window)]
         return x, np.ones_like(x, dtype=bool)
 
-    def eval_set(self, n: int, rng: np.random.Generator) -> EvalSet:
-        """``n`` held-out windows, each with one span masked from the start of a word."""
-        ids = self._ids("validation")
-        space, newline = self.alphabet.index(" "), self.alphabet.index("\n")
-        inputs, targets = [], []
+    def _span_starts(self, x: np.ndarray) -> list[int]:
         lo, hi = 8, self.window - self.span - 8
+        letter = np.isin(x, self._letters)
+        if self.whole_words:
+            return [
+                i
+                for i in range(lo, hi + 1)
+                if not letter[i - 1] and letter[i : i + self.span].all()
+                and not letter[i + self.span]
+            ]  # fmt: skip
+        space, newline = self.alphabet.index(" "), self.alphabet.index("\n")
+        return [
+            i
+            for i in range(lo, hi + 1)
+            if x[i - 1] in (space, newline)
+            and x[i] not in (space, newline)
+            and not np.isin(x[i : i + self.span], [newline]).any()
+        ]
+
+    @property
+    def _letters(self) -> np.ndarray:
+        return np.array([i for i, ch in enumerate(self.alphabet) if ch.isalpha()])
+
+    def eval_set(self, n: int, rng: np.random.Generator) -> EvalSet:
+        """``n`` held-out windows, each with one span masked (see the class docstring)."""
+        ids = self._ids("validation")
+        inputs, targets = [], []
         while len(inputs) < n:
             s = int(rng.integers(0, len(ids) - self.window))
             x = ids[s : s + self.window]
-            starts = [
-                i
-                for i in range(lo, hi + 1)
-                if x[i - 1] in (space, newline)
-                and x[i] not in (space, newline)
-                and not np.isin(x[i : i + self.span], [newline]).any()
-            ]
+            starts = self._span_starts(x)
             if not starts:
                 continue
             i = starts[int(rng.integers(len(starts)))]

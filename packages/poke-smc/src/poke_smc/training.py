@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from icml26_core.validation import check_float, check_int
 
-from poke_smc._checks import positive_int
 from poke_smc.model import model_device
 
 __all__ = ["TrainHistory", "masked_diffusion_loss", "train_masked_diffusion"]
@@ -125,9 +125,10 @@ def train_masked_diffusion(
     """
     import time
 
-    positive_int("steps", steps)
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}")
+    check_int("steps", steps, low=1)
+    check_float("lr", lr, low=0.0, low_inclusive=False)
+    check_float("weight_decay", weight_decay, low=0.0)
+    check_int("warmup", warmup, low=0)
     device = model_device(model)
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
