@@ -116,7 +116,7 @@ def run(ctx: RunContext) -> Result:
         smoke=["FrozenLake-v1", "Boyan chain"],
         default=["FrozenLake-v1", "CliffWalking-v1", "Taxi-v4", "Boyan chain", "random walk"],
     )
-    horizons = ctx.pick(smoke=[300, 1000, 3000], default=[1000, 3000, 10000, 30000],
+    horizons = ctx.pick(smoke=[250, 500, 1000], default=[1000, 3000, 10000, 30000],
                         full=[10**3, 10**4, 10**5, 10**6])
     gammas = ctx.pick(smoke=[0.9], default=[0.9], full=[0.9, 0.99])
     n_val = ctx.pick(smoke=4, default=8)

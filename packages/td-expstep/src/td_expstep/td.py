@@ -112,12 +112,13 @@ class LinearTD:
         """
         phi = self._check_phi(phi, "phi")
         phi_next = self._check_phi(phi_next, "phi_next")
-        return self._step(phi, np.asarray(r, dtype=np.float64), phi_next)
+        return self._step(phi, np.asarray(r, dtype=np.float64), phi - self.gamma * phi_next)
 
-    def _step(self, phi: np.ndarray, r: np.ndarray, phi_next: np.ndarray) -> np.ndarray:
+    def _step(self, phi: np.ndarray, r: np.ndarray, psi: np.ndarray) -> np.ndarray:
+        # psi = phi - gamma phi_next, so delta = r - psi^T theta
         theta = self.theta_
         eta = np.asarray(self.schedule(self.n_updates_), dtype=np.float64)[..., None]
-        delta = r + self.gamma * np.sum(phi_next * theta, -1) - np.sum(phi * theta, -1)
+        delta = r - np.einsum("...i,...i->...", psi, theta)
         step = delta[..., None] * phi
         lam = np.asarray(self.regularization, dtype=np.float64)
         if np.any(lam > 0):
@@ -125,7 +126,7 @@ class LinearTD:
         theta = theta + eta * step
         if self.projection_radius is not None:
             rad = np.asarray(self.projection_radius, dtype=np.float64)[..., None]
-            norm = np.linalg.norm(theta, axis=-1, keepdims=True)
+            norm = np.sqrt(np.einsum("...i,...i->...", theta, theta))[..., None]
             theta = theta * np.minimum(1.0, rad / np.maximum(norm, 1e-300))
         self.n_updates_ += 1
         self.theta_avg_ = self.theta_avg_ + (theta - self.theta_avg_) / self.n_updates_
@@ -157,8 +158,9 @@ class LinearTD:
         if phi.shape[0] == 0:
             raise ValueError("transitions must hold at least one transition")
         self.reset()
+        psi = phi - self.gamma * phi_next
         for t in range(phi.shape[0]):
-            self._step(phi[t], r[t], phi_next[t])
+            self._step(phi[t], r[t], psi[t])
         return self
 
 
