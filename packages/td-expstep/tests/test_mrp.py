@@ -1,8 +1,9 @@
-import gymnasium as gym
 import numpy as np
 import pytest
 
-from td_expstep import (
+gym = pytest.importorskip("gymnasium")
+
+from td_expstep import (  # noqa: E402
     ChainSampler,
     IIDSampler,
     TrajectorySampler,
@@ -19,7 +20,7 @@ from td_expstep import (
 
 @pytest.mark.parametrize(("name", "visited"), [("FrozenLake-v1", 11), ("CliffWalking-v1", 37)])
 def test_converted_chain_is_stochastic_and_mu_stationary(name, visited):
-    P, r, mu = mrp_from_env(gym.make(name))
+    P, _, mu = mrp_from_env(gym.make(name))
     np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-12)
     np.testing.assert_allclose(mu @ P, mu, atol=1e-12)
     assert mu.sum() == pytest.approx(1.0)
@@ -27,13 +28,13 @@ def test_converted_chain_is_stochastic_and_mu_stationary(name, visited):
 
 
 def test_frozenlake_omega_is_small_with_8_random_features():
-    P, r, mu = mrp_from_env(gym.make("FrozenLake-v1"))
+    _, _, mu = mrp_from_env(gym.make("FrozenLake-v1"))
     Phi = random_features(16, 8, np.random.default_rng(1000))
     assert 1e-4 < omega(Phi, mu) < 1e-2
 
 
 def test_exact_value_matches_monte_carlo_within_3_se():
-    P, r, mu = random_walk(7)
+    P, r, _ = random_walk(7)
     gamma, horizon, n = 0.6, 40, 4000
     start = 2
     states = ChainSampler(P, np.eye(7)[start]).sample(horizon, n, np.random.default_rng(0))
@@ -44,7 +45,7 @@ def test_exact_value_matches_monte_carlo_within_3_se():
 
 
 def test_iid_sampler_matches_mu_and_P():
-    P, r, mu, _ = boyan_chain()
+    P, _, mu, _ = boyan_chain()
     n = 200_000
     s, s2 = IIDSampler(mu, P).sample((n,), np.random.default_rng(0))
     freq = np.bincount(s, minlength=13) / n
@@ -56,13 +57,15 @@ def test_iid_sampler_matches_mu_and_P():
 
 def test_chain_and_trajectory_samplers_match_mu():
     env = gym.make("FrozenLake-v1")
-    P, r, mu = mrp_from_env(env)
+    P, _, mu = mrp_from_env(env)
     rng = np.random.default_rng(0)
     states, rewards = TrajectorySampler(env, None).sample(20_000, rng)
     np.testing.assert_allclose(np.bincount(states, minlength=16) / len(states), mu, atol=0.02)
     assert rewards.shape == (20_000,)
     chains = ChainSampler(P, np.eye(16)[0]).sample(2000, 20, rng)
-    np.testing.assert_allclose(np.bincount(chains.ravel(), minlength=16) / chains.size, mu, atol=0.01)
+    np.testing.assert_allclose(
+        np.bincount(chains.ravel(), minlength=16) / chains.size, mu, atol=0.01
+    )
 
 
 def test_mixing_time_is_exact_on_a_two_state_chain():
@@ -77,9 +80,9 @@ def test_mixing_time_is_exact_on_a_two_state_chain():
 
 
 def test_env_without_model_raises_naming_it():
-    with pytest.raises(ValueError, match="CartPole.*unwrapped.P"):
+    with pytest.raises(ValueError, match=r"CartPole.*unwrapped\.P"):
         mrp_from_env(gym.make("CartPole-v1").unwrapped)
-    with pytest.raises(ValueError, match="unwrapped.P"):
+    with pytest.raises(ValueError, match=r"unwrapped\.P"):
         mrp_from_env(gym.make("CartPole-v1"))
 
 
@@ -91,7 +94,7 @@ def test_features_of_low_rank_raise():
 
 
 def test_bad_gamma_and_shapes_raise():
-    P, r, mu = random_walk()
+    P, r, _ = random_walk()
     with pytest.raises(ValueError, match="gamma"):
         exact_value(P, r, 1.0)
     with pytest.raises(ValueError, match="P must be row-stochastic"):

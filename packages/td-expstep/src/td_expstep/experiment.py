@@ -116,8 +116,11 @@ def run(ctx: RunContext) -> Result:
         smoke=["FrozenLake-v1", "Boyan chain"],
         default=["FrozenLake-v1", "CliffWalking-v1", "Taxi-v4", "Boyan chain", "random walk"],
     )
-    horizons = ctx.pick(smoke=[250, 500, 1000], default=[1000, 3000, 10000, 30000],
-                        full=[10**3, 10**4, 10**5, 10**6])
+    horizons = ctx.pick(
+        smoke=[250, 500, 1000],
+        default=[1000, 3000, 10000, 30000],
+        full=[10**3, 10**4, 10**5, 10**6],
+    )
     gammas = ctx.pick(smoke=[0.9], default=[0.9], full=[0.9, 0.99])
     n_val = ctx.pick(smoke=4, default=8)
     n_test = ctx.pick(smoke=8, default=32, full=32)
@@ -155,8 +158,11 @@ def run(ctx: RunContext) -> Result:
         om = omega(Phi, mu)
         norm2 = float(theta_star @ theta_star)
         info.add_row(
-            MRP=label, **{"states visited": int((mu > 0).sum()), "features": Phi.shape[1]},
-            gamma=gamma, omega=om, tau_mix=mixing_time(P, mu),
+            MRP=label,
+            **{"states visited": int((mu > 0).sum()), "features": Phi.shape[1]},
+            gamma=gamma,
+            omega=om,
+            tau_mix=mixing_time(P, mu),
             **{"||theta*||": float(np.sqrt(norm2))},
         )
 
@@ -200,11 +206,17 @@ def run(ctx: RunContext) -> Result:
                 extra["LSTD"].append(rl[test])
                 extra_v["LSTD"].append(vl[test])
                 extra["zero (floor)"].append(np.ones(n_test))
-                extra_v["zero (floor)"].append(errors(np.zeros_like(theta_star))[1] * np.ones(n_test))
+                extra_v["zero (floor)"].append(
+                    errors(np.zeros_like(theta_star))[1] * np.ones(n_test)
+                )
                 if regime == "iid":
                     idx = [i for i, c in enumerate(cfg) if c["kind"] == "exp"]
                     grid_err.append(rel[test][:, idx])
-                    for mult, i in zip(OMEGA_MULT, [i for i, c in enumerate(cfg) if c["kind"] == "inv"]):
+                    for mult, i in zip(
+                        OMEGA_MULT,
+                        [i for i, c in enumerate(cfg) if c["kind"] == "inv"],
+                        strict=True,
+                    ):
                         key = f"1/t, omega x{mult:g} (not tuned)"
                         chosen.setdefault(key, []).append(rel[test, i])
                         chosen_v.setdefault(key, []).append(v[test, i])
@@ -214,10 +226,13 @@ def run(ctx: RunContext) -> Result:
             for name, vals in allr.items():
                 y = np.concatenate(vals)
                 tab.add_row(
-                    MRP=label, method=name,
+                    MRP=label,
+                    method=name,
                     slope=_slope(x, y) if name != "zero (floor)" else 0.0,
-                    **{"error at T_max": float(np.median(vals[-1])),
-                       "||V - V*||_mu at T_max": float(np.median(allv[name][-1]))},
+                    **{
+                        "error at T_max": float(np.median(vals[-1])),
+                        "||V - V*||_mu at T_max": float(np.median(allv[name][-1])),
+                    },
                     n=len(vals[-1]),
                 )
                 curves.setdefault(f"{regime}: {label}", {})[name] = [
@@ -225,65 +240,106 @@ def run(ctx: RunContext) -> Result:
                 ]
             if regime == "iid":
                 ours = np.concatenate(chosen["exponential"])
-                claims1.append(Claim.slope(
-                    f"{label}: the exponential schedule's error decays like 1/T (i.i.d.).",
-                    x, ours, expected=-1.025, tol=0.275, metric=f"{label} relative error vs T",
-                ))
-                claims2.append(Claim.non_inferior(
-                    f"{label}: at T_max the exponential schedule is within 2x of the best "
-                    "omega-based 1/t schedule.",
-                    chosen["exponential"][-1], chosen["1/t, omega-based"][-1], margin=1.0,
-                    log_ratio=True, higher_is_better=False,
-                    names=("exponential", "best omega-based 1/t"),
-                    metric=f"{label} relative error at T={horizons[-1]}",
-                ))
+                claims1.append(
+                    Claim.slope(
+                        f"{label}: the exponential schedule's error decays like 1/T (i.i.d.).",
+                        x,
+                        ours,
+                        expected=-1.025,
+                        tol=0.275,
+                        metric=f"{label} relative error vs T",
+                    )
+                )
+                claims2.append(
+                    Claim.non_inferior(
+                        f"{label}: at T_max the exponential schedule is within 2x of the best "
+                        "omega-based 1/t schedule.",
+                        chosen["exponential"][-1],
+                        chosen["1/t, omega-based"][-1],
+                        margin=1.0,
+                        log_ratio=True,
+                        higher_is_better=False,
+                        names=("exponential", "best omega-based 1/t"),
+                        metric=f"{label} relative error at T={horizons[-1]}",
+                    )
+                )
                 med = np.median(grid_err[-1], 0)
                 rob_tab.add_row(
-                    MRP=label, **{f"eta0={e}": float(v) for e, v in zip(ETA0_GRID, med)},
-                    **{"max/min": float(med.max() / med.min())}, n=n_test,
+                    MRP=label,
+                    **{f"eta0={e}": float(v) for e, v in zip(ETA0_GRID, med, strict=True)},
+                    **{"max/min": float(med.max() / med.min())},
+                    n=n_test,
                 )
-                claims3.append(Claim.check(
-                    f"{label}: over eta0 in [0.05, 1] the final error changes by at most 5x.",
-                    "max over eta0 / min over eta0 of the median test-seed error at T_max <= 5",
-                    {"medians": [float(v) for v in med], "spread": float(med.max() / med.min())},
-                    lambda d: d["spread"] <= 5.0,
-                ))
+                claims3.append(
+                    Claim.check(
+                        f"{label}: over eta0 in [0.05, 1] the final error changes by at most 5x.",
+                        "max over eta0 / min over eta0 of the median test-seed error at T_max <= 5",
+                        {
+                            "medians": [float(v) for v in med],
+                            "spread": float(med.max() / med.min()),
+                        },
+                        lambda d: d["spread"] <= 5.0,
+                    )
+                )
             else:
                 ours_key = "exponential, lambda=log(T)/T"
-                claims4.append(Claim.all_of(
-                    f"{label}: regularized TD(0) with exponential steps on one trajectory "
-                    "decays with slope <= -0.6 and ends within 2x of projected TD.",
-                    [
-                        Claim.slope(
-                            f"{label}: Markovian slope <= -0.6.", x,
-                            np.concatenate(chosen[ours_key]), expected=-0.6, tol=0.0,
-                            alternative="less", metric=f"{label} Markovian relative error vs T",
-                        ),
-                        Claim.non_inferior(
-                            f"{label}: within 2x of projected TD at T_max.",
-                            chosen[ours_key][-1], chosen["projected TD (1/t, omega-based)"][-1],
-                            margin=1.0, log_ratio=True, higher_is_better=False,
-                            names=("regularized exponential", "projected TD"),
-                            metric=f"{label} Markovian relative error at T={horizons[-1]}",
-                        ),
-                    ],
-                ))
+                claims4.append(
+                    Claim.all_of(
+                        f"{label}: regularized TD(0) with exponential steps on one trajectory "
+                        "decays with slope <= -0.6 and ends within 2x of projected TD.",
+                        [
+                            Claim.slope(
+                                f"{label}: Markovian slope <= -0.6.",
+                                x,
+                                np.concatenate(chosen[ours_key]),
+                                expected=-0.6,
+                                tol=0.0,
+                                alternative="less",
+                                metric=f"{label} Markovian relative error vs T",
+                            ),
+                            Claim.non_inferior(
+                                f"{label}: within 2x of projected TD at T_max.",
+                                chosen[ours_key][-1],
+                                chosen["projected TD (1/t, omega-based)"][-1],
+                                margin=1.0,
+                                log_ratio=True,
+                                higher_is_better=False,
+                                names=("regularized exponential", "projected TD"),
+                                metric=f"{label} Markovian relative error at T={horizons[-1]}",
+                            ),
+                        ],
+                    )
+                )
     data["curves"] = curves
     claims = [
-        Claim.all_of("i.i.d. rate without omega: the exponential schedule's last-iterate "
-                     "error decays like 1/T (fitted slope in [-1.3, -0.75]) on every MRP.",
-                     claims1),
-        Claim.all_of("No constants, no loss: at the largest T, the exponential schedule is "
-                     "within 2x of the best omega-based 1/t schedule on every MRP.", claims2),
-        Claim.all_of("Robustness: over a 20x range of eta0 the final error varies by at "
-                     "most 5x on every MRP.", claims3),
-        Claim.all_of("Markovian: regularized TD(0) with exponential steps has slope <= -0.6 "
-                     "and ends within 2x of projected TD, with no projection or averaging, "
-                     "on every MRP.", claims4),
+        Claim.all_of(
+            "i.i.d. rate without omega: the exponential schedule's last-iterate "
+            "error decays like 1/T (fitted slope in [-1.3, -0.75]) on every MRP.",
+            claims1,
+        ),
+        Claim.all_of(
+            "No constants, no loss: at the largest T, the exponential schedule is "
+            "within 2x of the best omega-based 1/t schedule on every MRP.",
+            claims2,
+        ),
+        Claim.all_of(
+            "Robustness: over a 20x range of eta0 the final error varies by at "
+            "most 5x on every MRP.",
+            claims3,
+        ),
+        Claim.all_of(
+            "Markovian: regularized TD(0) with exponential steps has slope <= -0.6 "
+            "and ends within 2x of projected TD, with no projection or averaging, "
+            "on every MRP.",
+            claims4,
+        ),
     ]
     figures = _figure(ctx, curves, horizons)
     return Result(
-        tables=[info, iid_tab, mk_tab, rob_tab], claims=claims, figures=figures, data=data,
+        tables=[info, iid_tab, mk_tab, rob_tab],
+        claims=claims,
+        figures=figures,
+        data=data,
         notes=[
             f"{n_test} test seeds; eta0, the constant step and the omega multiplier are "
             f"chosen per (MRP, T) on {n_val} separate validation seeds.",
@@ -303,7 +359,7 @@ def _figure(ctx: RunContext, curves: dict, horizons: list[int]) -> list[str]:
         return []
     keys = [k for k in curves if k.startswith("iid")]
     fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.2), squeeze=False)
-    for ax, key in zip(axes[0], keys):
+    for ax, key in zip(axes[0], keys, strict=True):
         for name, ys in curves[key].items():
             if name.startswith(("exponential", "constant", "1/t", "LSTD", "Polyak")):
                 ax.loglog(horizons, ys, marker="o", label=name)

@@ -12,7 +12,7 @@ def _check_gamma(gamma: float) -> float:
     return check_float("gamma", gamma, low=0.0, high=1.0, high_inclusive=False)
 
 
-def _check_P(P: Any) -> np.ndarray:  # noqa: N802 - the usual name of a transition matrix
+def _check_P(P: Any) -> np.ndarray:
     P = np.asarray(P, dtype=np.float64)
     if P.ndim != 2 or P.shape[0] != P.shape[1] or P.shape[0] == 0:
         raise ValueError(f"P must be a square (n, n) matrix, got shape {P.shape}")
@@ -24,7 +24,9 @@ def _check_P(P: Any) -> np.ndarray:  # noqa: N802 - the usual name of a transiti
 def _check_dist(mu: Any, n: int, name: str = "mu") -> np.ndarray:
     mu = np.asarray(mu, dtype=np.float64)
     if mu.shape != (n,) or np.any(mu < -1e-12) or not np.isclose(mu.sum(), 1.0, atol=1e-8):
-        raise ValueError(f"{name} must be a probability vector of shape ({n},), got shape {mu.shape}")
+        raise ValueError(
+            f"{name} must be a probability vector of shape ({n},), got shape {mu.shape}"
+        )
     return np.clip(mu, 0.0, None) / np.clip(mu, 0.0, None).sum()
 
 
@@ -126,21 +128,24 @@ def exact_value(P: Any, r: Any, gamma: float) -> np.ndarray:
     return np.linalg.solve(np.eye(P.shape[0]) - gamma * P, r)
 
 
-def _check_phi(Phi: Any, n: int) -> np.ndarray:  # noqa: N802
+def _check_phi(Phi: Any, n: int) -> np.ndarray:
     Phi = np.asarray(Phi, dtype=np.float64)
     if Phi.ndim != 2 or Phi.shape[0] != n:
         raise ValueError(f"Phi must have shape ({n}, k), got {Phi.shape}")
     return Phi
 
 
-def omega(Phi: Any, mu: Any) -> float:  # noqa: N803
-    r"""Smallest eigenvalue of the feature covariance :math:`\Phi^\top D_\mu \Phi` (reporting only)."""
+def omega(Phi: Any, mu: Any) -> float:
+    r"""Smallest eigenvalue of the feature covariance :math:`\Phi^\top D_\mu \Phi`.
+
+    For reporting only: the exponential schedule does not need it.
+    """
     Phi = np.asarray(Phi, dtype=np.float64)
     mu = _check_dist(mu, Phi.shape[0])
     return float(np.linalg.eigvalsh(Phi.T @ (mu[:, None] * Phi))[0])
 
 
-def td_fixed_point(Phi: Any, P: Any, r: Any, mu: Any, gamma: float) -> np.ndarray:  # noqa: N803
+def td_fixed_point(Phi: Any, P: Any, r: Any, mu: Any, gamma: float) -> np.ndarray:
     r"""The TD fixed point :math:`\theta^* = A^{-1} b`.
 
     :math:`A = \Phi^\top D_\mu (\Phi - \gamma P \Phi)`, :math:`b = \Phi^\top D_\mu r`.
@@ -168,8 +173,7 @@ def td_fixed_point(Phi: Any, P: Any, r: Any, mu: Any, gamma: float) -> np.ndarra
     rank = np.linalg.matrix_rank(Phi[mu > 0])
     if rank < k:
         raise ValueError(
-            f"Phi has rank {rank} < k = {k} on the states the chain visits; "
-            "drop dependent features"
+            f"Phi has rank {rank} < k = {k} on the states the chain visits; drop dependent features"
         )
     D = mu[:, None]
     A = Phi.T @ (D * (Phi - gamma * P @ Phi))
@@ -178,7 +182,9 @@ def td_fixed_point(Phi: Any, P: Any, r: Any, mu: Any, gamma: float) -> np.ndarra
 
 
 def mixing_time(P: Any, mu: Any, eps: float = 0.25, max_steps: int = 1 << 20) -> float:
-    r"""Mixing time :math:`\min\{t: \max_s \|P^t(s,\cdot) - \mu\|_{TV} \le \epsilon\}` (reporting only).
+    r"""Mixing time :math:`\min\{t: \max_s \|P^t(s,\cdot) - \mu\|_{TV} \le \epsilon\}`.
+
+    For reporting only.
 
     Taken over the states with ``mu > 0``; found by doubling then bisection. Returns
     ``inf`` if not mixed by ``max_steps`` (e.g. a periodic chain).
@@ -189,7 +195,7 @@ def mixing_time(P: Any, mu: Any, eps: float = 0.25, max_steps: int = 1 << 20) ->
     max_steps = check_int("max_steps", max_steps, low=1)
     idx = np.flatnonzero(mu > 0)
 
-    def tv(Q: np.ndarray) -> float:  # noqa: N803
+    def tv(Q: np.ndarray) -> float:
         return float(0.5 * np.abs(Q[idx] - mu).sum(1).max())
 
     powers = [P]
@@ -232,7 +238,7 @@ class IIDSampler:
         P: Transitions ``(n, n)``.
     """
 
-    def __init__(self, mu: Any, P: Any) -> None:  # noqa: N803
+    def __init__(self, mu: Any, P: Any) -> None:
         self.P = _check_P(P)
         self.mu = _check_dist(mu, self.P.shape[0])
         self._cum = _cum_flat(self.P)
@@ -257,7 +263,7 @@ class ChainSampler:
         initial: Start distribution ``(n,)``.
     """
 
-    def __init__(self, P: Any, initial: Any) -> None:  # noqa: N803
+    def __init__(self, P: Any, initial: Any) -> None:
         self.P = _check_P(P)
         self.initial = _check_dist(initial, self.P.shape[0], "initial")
         self._cum = _cum_flat(self.P)
@@ -388,4 +394,3 @@ __all__ = [
     "stationary_distribution",
     "td_fixed_point",
 ]
-

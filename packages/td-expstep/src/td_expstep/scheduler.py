@@ -51,7 +51,8 @@ class ExponentialStepSize(torch.optim.lr_scheduler.LRScheduler):
         t = min(max(t, 0), self.total_steps)
         return (self.beta / self.total_steps) ** (t / self.total_steps)
 
-    def get_lr(self) -> list[Any]:  # closed form: no drift from repeated products
+    def get_lr(self) -> list[Any]:
+        """The rates at ``last_epoch``, in closed form (no drift from repeated products)."""
         return [base * self._factor(self.last_epoch) for base in self.base_lrs]
 
     def _get_closed_form_lr(self) -> list[Any]:

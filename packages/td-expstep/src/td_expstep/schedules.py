@@ -13,9 +13,7 @@ import numpy as np
 from icml26_core.validation import check_float, check_int
 
 
-def exponential_step_size(
-    t: Any, eta0: Any, total_steps: int, beta: float = 1.0
-) -> np.ndarray:
+def exponential_step_size(t: Any, eta0: Any, total_steps: int, beta: float = 1.0) -> np.ndarray:
     r"""The exponential step size :math:`\eta_t = \eta_0 (\beta/T)^{t/T}`.
 
     It decays geometrically from ``eta0`` at ``t = 0`` to ``eta0 * beta / T`` at
@@ -68,10 +66,14 @@ class ExponentialSchedule:
         self.beta = float(beta)
 
     def __call__(self, t: int) -> np.ndarray:
+        """The step size(s) at update ``t``."""
         return exponential_step_size(t, self.eta0, self.total_steps, self.beta)
 
     def __repr__(self) -> str:
-        return f"ExponentialSchedule(eta0={self.eta0}, total_steps={self.total_steps}, beta={self.beta})"
+        return (
+            f"ExponentialSchedule(eta0={self.eta0}, total_steps={self.total_steps}, "
+            f"beta={self.beta})"
+        )
 
 
 class ConstantSchedule:
@@ -88,6 +90,7 @@ class ConstantSchedule:
         self.eta = eta
 
     def __call__(self, t: int) -> np.ndarray:
+        """The step size(s) at update ``t``."""
         return self.eta
 
     def __repr__(self) -> str:
@@ -121,6 +124,7 @@ class InverseTimeSchedule:
         self.eta_max = check_float("eta_max", eta_max, low=0.0, low_inclusive=False)
 
     def __call__(self, t: int) -> np.ndarray:
+        """The step size(s) at update ``t``."""
         return np.minimum(self.eta_max, self.c / (self.omega * (1.0 - self.gamma) * (t + 1.0)))
 
 

@@ -94,9 +94,7 @@ class LinearTD:
     def _check_phi(self, phi: Any, name: str) -> np.ndarray:
         phi = np.asarray(phi, dtype=np.float64)
         if phi.ndim < 1 or phi.shape[-1] != self.n_features:
-            raise ValueError(
-                f"{name} must have shape (..., {self.n_features}), got {phi.shape}"
-            )
+            raise ValueError(f"{name} must have shape (..., {self.n_features}), got {phi.shape}")
         return phi
 
     def update(self, phi: Any, r: Any, phi_next: Any) -> np.ndarray:
