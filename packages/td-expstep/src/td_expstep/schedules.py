@@ -64,10 +64,12 @@ class ExponentialSchedule:
         self.eta0 = eta0
         self.total_steps = int(total_steps)
         self.beta = float(beta)
+        self._eta0 = np.asarray(eta0, dtype=np.float64)
+        self._ratio = self.beta / self.total_steps
 
     def __call__(self, t: int) -> np.ndarray:
-        """The step size(s) at update ``t``."""
-        return exponential_step_size(t, self.eta0, self.total_steps, self.beta)
+        """The step size(s) at update ``t`` (validated once, in ``__init__``)."""
+        return self._eta0 * self._ratio ** (min(t, self.total_steps) / self.total_steps)
 
     def __repr__(self) -> str:
         return (

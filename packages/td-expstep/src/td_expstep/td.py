@@ -77,11 +77,17 @@ class LinearTD:
         if not np.all(np.isfinite(lam)) or np.any(lam < 0):
             raise ValueError(f"regularization must be finite and >= 0, got {regularization}")
         self.regularization = regularization
+        self._lam = lam[..., None] if np.any(lam > 0) else None
         if projection_radius is not None:
             rad = np.asarray(projection_radius, dtype=np.float64)
             if np.any(np.isnan(rad)) or np.any(rad <= 0):
                 raise ValueError(f"projection_radius must be > 0 or None, got {projection_radius}")
         self.projection_radius = projection_radius
+        self._rad = (
+            None
+            if projection_radius is None
+            else np.asarray(projection_radius, dtype=np.float64)[..., None]
+        )
         self.reset()
 
     def reset(self) -> LinearTD:
@@ -118,12 +124,11 @@ class LinearTD:
         eta = np.asarray(self.schedule(self.n_updates_), dtype=np.float64)[..., None]
         delta = r - np.einsum("...i,...i->...", psi, theta)
         step = delta[..., None] * phi
-        lam = np.asarray(self.regularization, dtype=np.float64)
-        if np.any(lam > 0):
-            step = step - lam[..., None] * theta
+        if self._lam is not None:
+            step = step - self._lam * theta
         theta = theta + eta * step
-        if self.projection_radius is not None:
-            rad = np.asarray(self.projection_radius, dtype=np.float64)[..., None]
+        if self._rad is not None:
+            rad = self._rad
             norm = np.sqrt(np.einsum("...i,...i->...", theta, theta))[..., None]
             theta = theta * np.minimum(1.0, rad / np.maximum(norm, 1e-300))
         self.n_updates_ += 1
