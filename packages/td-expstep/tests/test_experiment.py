@@ -1,3 +1,7 @@
+import pytest
+
+pytest.importorskip("gymnasium")
+
 from icml26_core.testing import check_experiment
 
 
