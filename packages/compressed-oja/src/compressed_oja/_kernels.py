@@ -1,3 +1,4 @@
+# ruff: noqa: NPY002  (inside njit, numba offers only the legacy np.random functions)
 """The one-step updates and a compiled many-step simulator (numba).
 
 Every public estimator calls the single-step functions below, so the mathematics lives
@@ -12,7 +13,12 @@ from numba import njit
 
 #: Method codes of :func:`simulate`.
 FULL, ADAPTIVE, NONADAPTIVE, COORDINATE = 0, 1, 2, 3
-METHOD_CODES = {"full": FULL, "adaptive": ADAPTIVE, "nonadaptive": NONADAPTIVE, "coordinate": COORDINATE}
+METHOD_CODES = {
+    "full": FULL,
+    "adaptive": ADAPTIVE,
+    "nonadaptive": NONADAPTIVE,
+    "coordinate": COORDINATE,
+}
 
 
 @njit(cache=True)
@@ -43,7 +49,7 @@ def orthogonal_unit_(g, w):
 
 @njit(cache=True)
 def adaptive_step_(w, u, y1, y2, eta):
-    """w <- normalize(w + eta (d-1) y1 y2 u), with y1 = <w, x> and y2 = <u, x>."""
+    """W <- normalize(w + eta (d-1) y1 y2 u), with y1 = <w, x> and y2 = <u, x>."""
     c = eta * (w.size - 1) * y1 * y2
     for i in range(w.size):
         w[i] += c * u[i]
@@ -52,7 +58,7 @@ def adaptive_step_(w, u, y1, y2, eta):
 
 @njit(cache=True)
 def nonadaptive_step_(w, a, b, y1, y2, eta):
-    """w <- normalize(w + eta C w), C = d^2 y1 y2 (ab^T + ba^T) / 2 (unbiased for xx^T)."""
+    """W <- normalize(w + eta C w), C = d^2 y1 y2 (ab^T + ba^T) / 2 (unbiased for xx^T)."""
     d = w.size
     c = eta * d * d * y1 * y2 / 2.0
     bw = _dot(b, w)

@@ -134,9 +134,7 @@ class CompressedOjaPCA(TransformerMixin, BaseEstimator):
             self.
         """
         first = not hasattr(self, "components_")
-        X = validate_data(
-            self, X, reset=first, dtype=np.float64, ensure_min_features=2, order="C"
-        )
+        X = validate_data(self, X, reset=first, dtype=np.float64, ensure_min_features=2, order="C")
         if not np.any(X):
             raise ValueError("X is all zeros: a zero stream has no principal direction")
         if first:
@@ -192,9 +190,10 @@ class CompressedOjaPCA(TransformerMixin, BaseEstimator):
             for x, (i, j) in zip(X, pairs, strict=True):
                 t += 1
                 xi, xj = float(x[i]), float(x[j])
-                ev += d / 2 * (xi * xi * w[i] ** 2 + xj * xj * w[j] ** 2) + d * (
-                    d - 1
-                ) * xi * xj * w[i] * w[j]
+                ev += (
+                    d / 2 * (xi * xi * w[i] ** 2 + xj * xj * w[j] ** 2)
+                    + d * (d - 1) * xi * xj * w[i] * w[j]
+                )
                 k.coordinate_step_(w, int(i), int(j), xi, xj, float(self._eta(t)))
             self.n_measurements_ += 2 * X.shape[0]
         self._ev_sum += ev
@@ -216,5 +215,6 @@ class CompressedOjaPCA(TransformerMixin, BaseEstimator):
         return X @ self.components_.T
 
     def get_feature_names_out(self, input_features=None):
+        """Output feature names: ``["compressedojapca0"]``."""
         check_is_fitted(self, "components_")
         return np.asarray(["compressedojapca0"], dtype=object)

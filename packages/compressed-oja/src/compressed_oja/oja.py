@@ -1,5 +1,7 @@
-"""Ask/tell compressed Oja: two scalar measurements per sample, for hardware that
-measures projections <d, x> of a signal it cannot read in full."""
+"""Ask/tell compressed Oja: two scalar measurements per sample.
+
+For hardware that measures projections <d, x> of a signal it cannot read in full.
+"""
 
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ class CompressedOja:
 
     @property
     def components_(self) -> np.ndarray:
+        """(1, d) float64 copy of the current unit estimate."""
         return self._w.copy()[None, :]
 
     def ask(self) -> np.ndarray:

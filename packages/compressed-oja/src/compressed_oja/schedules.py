@@ -36,6 +36,7 @@ class TheorySchedule:
         check_float("alpha", self.alpha, low=0.0, low_inclusive=False)
 
     def __call__(self, t: int) -> float:
+        """The step size at step ``t`` (1, 2, ...)."""
         return self.alpha / (self.eigengap * (t + self.t0))
 
 
