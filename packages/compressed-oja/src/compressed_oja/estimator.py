@@ -134,7 +134,10 @@ class CompressedOjaPCA(TransformerMixin, BaseEstimator):
             self.
         """
         first = not hasattr(self, "components_")
-        X = validate_data(self, X, reset=first, dtype=np.float64, ensure_min_features=2, order="C")
+        # after the first batch the feature-count check must speak first (sklearn's contract)
+        X = validate_data(
+            self, X, reset=first, dtype=np.float64, ensure_min_features=2 if first else 1, order="C"
+        )
         if not np.any(X):
             raise ValueError("X is all zeros: a zero stream has no principal direction")
         if first:
