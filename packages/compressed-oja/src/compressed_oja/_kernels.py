@@ -1,4 +1,3 @@
-# ruff: noqa: NPY002  (inside njit, numba offers only the legacy np.random functions)
 """The one-step updates and a compiled many-step simulator (numba).
 
 Every public estimator calls the single-step functions below, so the mathematics lives
@@ -94,25 +93,25 @@ def coordinate_step_(w, i, j, xi, xj, eta):
 
 
 @njit(cache=True)
-def _unit_normal_(g):
+def _unit_normal_(g, rng):
     for i in range(g.size):
-        g[i] = np.random.standard_normal()
+        g[i] = rng.standard_normal()
     normalize_(g)
 
 
 @njit(cache=True)
-def _draw_sample_(x, data, scale):
+def _draw_sample_(x, data, scale, rng):
     if data.shape[0] > 0:
-        r = np.random.randint(0, data.shape[0])
+        r = rng.integers(0, data.shape[0])
         for i in range(x.size):
             x[i] = data[r, i]
     else:
         for i in range(x.size):
-            x[i] = scale[i] * np.random.standard_normal()
+            x[i] = scale[i] * rng.standard_normal()
 
 
 @njit(cache=True)
-def simulate(method, data, scale, w0, truth, n_steps, t0, eta_scale, checkpoints, seed):
+def simulate(method, data, scale, w0, truth, n_steps, t0, eta_scale, checkpoints, rng):
     """Run one estimator for ``n_steps`` samples; sin^2 to ``truth`` at ``checkpoints``.
 
     Samples are rows of ``data`` drawn with replacement, or, when ``data`` has no rows,
@@ -129,12 +128,12 @@ def simulate(method, data, scale, w0, truth, n_steps, t0, eta_scale, checkpoints
         t0: Offset of the schedule.
         eta_scale: alpha / eigengap.
         checkpoints: Increasing int64 steps in 1..n_steps.
-        seed: Seed of numba's generator for this run.
+        rng: A numpy Generator (``numpy.random.default_rng(seed)``), advanced in place;
+            numba draws from it with numpy's own algorithms.
 
     Returns:
         (len(checkpoints),) float64 sin^2 errors.
     """
-    np.random.seed(seed)
     d = w0.size
     w = w0.copy()
     x = np.empty(d)
@@ -145,29 +144,29 @@ def simulate(method, data, scale, w0, truth, n_steps, t0, eta_scale, checkpoints
     for t in range(1, n_steps + 1):
         eta = eta_scale / (t + t0)
         if method == COORDINATE:
-            i = np.random.randint(0, d)
-            j = np.random.randint(0, d - 1)
+            i = rng.integers(0, d)
+            j = rng.integers(0, d - 1)
             if j >= i:
                 j += 1
             if data.shape[0] > 0:
-                r = np.random.randint(0, data.shape[0])
+                r = rng.integers(0, data.shape[0])
                 xi, xj = data[r, i], data[r, j]
             else:
-                xi = scale[i] * np.random.standard_normal()
-                xj = scale[j] * np.random.standard_normal()
+                xi = scale[i] * rng.standard_normal()
+                xj = scale[j] * rng.standard_normal()
             coordinate_step_(w, i, j, xi, xj, eta)
         else:
-            _draw_sample_(x, data, scale)
+            _draw_sample_(x, data, scale, rng)
             if method == FULL:
                 full_step_(w, x, eta)
             elif method == ADAPTIVE:
                 for i in range(d):
-                    g[i] = np.random.standard_normal()
+                    g[i] = rng.standard_normal()
                 orthogonal_unit_(g, w)
                 adaptive_step_(w, g, _dot(w, x), _dot(g, x), eta)
             else:
-                _unit_normal_(g)
-                _unit_normal_(h)
+                _unit_normal_(g, rng)
+                _unit_normal_(h, rng)
                 nonadaptive_step_(w, g, h, _dot(g, x), _dot(h, x), eta)
         while k < checkpoints.size and checkpoints[k] == t:
             c = _dot(w, truth)

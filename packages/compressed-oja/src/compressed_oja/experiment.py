@@ -9,6 +9,7 @@ Verdicts bootstrap over seeds; every band is the issue's, fixed before any run.
 from __future__ import annotations
 
 import functools
+import os
 import time
 
 import numpy as np
@@ -38,28 +39,31 @@ def _random_units(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     return w / np.linalg.norm(w, axis=1, keepdims=True)
 
 
-def _run_cell(method, data, scale, truth, T, t0, gap, seeds, base):
+def _run_cell(method, data, scale, truth, T, t0, gap, seeds, base, n_jobs=1):
     """sin^2 at the checkpoints, (len(seeds), n_checkpoints), and the checkpoints."""
     cps, last = _checkpoints(T)
     d = truth.size
     w0 = _random_units(np.random.default_rng(base), len(seeds), d)
-    errs = np.stack(
-        [
-            simulate(
-                METHOD_CODES[method],
-                data,
-                scale,
-                w0[i],
-                truth,
-                int(T),
-                float(t0),
-                ALPHA / gap,
-                cps,
-                int(base + 7919 * s) % (2**31 - 1),
-            )
-            for i, s in enumerate(seeds)
-        ]
-    )
+    from joblib import Parallel, delayed
+
+    # one process per core: the seeds are independent runs with their own seeds, so the
+    # result does not depend on the number of workers
+    jobs = [
+        delayed(simulate)(
+            METHOD_CODES[method],
+            data,
+            scale,
+            w0[i],
+            truth,
+            int(T),
+            float(t0),
+            ALPHA / gap,
+            cps,
+            np.random.default_rng(base + 7919 * s),
+        )
+        for i, s in enumerate(seeds)
+    ]
+    errs = np.stack(Parallel(n_jobs=n_jobs)(jobs))
     return cps, last, np.maximum(errs, 1e-300)
 
 
@@ -133,6 +137,9 @@ def run(ctx: RunContext) -> Result:
     max_t_real = ctx.pick(smoke=20000, default=10**8, full=10**9)
     grid = SYNTHETIC if ctx.scale != "smoke" else {m: ds[:2] for m, ds in SYNTHETIC.items()}
     seeds = list(range(n_seeds))
+    n_jobs = (
+        1 if ctx.scale == "smoke" else min(2, os.cpu_count() or 1) if ctx.scale == "default" else -1
+    )
     gap = LAM1 - LAM2
     res = Result()
     res.notes.append(
@@ -157,7 +164,7 @@ def run(ctx: RunContext) -> Result:
         scale[0] = np.sqrt(LAM1)
         truth = np.zeros(d)
         truth[0] = 1.0
-        out = _run_cell(method, np.empty((0, d)), scale, truth, T, t0, gap, seeds, 1000 * i)
+        out = _run_cell(method, np.empty((0, d)), scale, truth, T, t0, gap, seeds, 1000 * i, n_jobs)
         syn[method, d] = (*out, T)
     for method, d in cells:
         cps, last, errs, T = syn[method, d]
@@ -206,6 +213,7 @@ def run(ctx: RunContext) -> Result:
                 gap_r,
                 seeds,
                 10**6 + 1000 * (4 * j + mi),
+                n_jobs,
             )
             real[name, method] = out
             cps, last, errs = out
