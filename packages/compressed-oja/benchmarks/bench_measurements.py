@@ -41,7 +41,16 @@ def samples_to_target(method: str) -> np.ndarray:
         w0 = rng.standard_normal(D)
         w0 /= np.linalg.norm(w0)
         errs = simulate(
-            METHOD_CODES[method], np.empty((0, D)), scale, w0, truth, T, t0, 2 / gap, cps, s
+            METHOD_CODES[method],
+            np.empty((0, D)),
+            scale,
+            w0,
+            truth,
+            T,
+            t0,
+            2 / gap,
+            cps,
+            np.random.default_rng(s),
         )
         below = np.flatnonzero(errs <= TARGET)
         out.append(cps[below[0]] if below.size else np.nan)
@@ -88,7 +97,9 @@ def main() -> None:
     truth = np.eye(D)[0]
     w0 = np.ones(D) / np.sqrt(D)
     sim = compare_times(
-        lambda: simulate(1, X, np.ones(D), w0, truth, n, 512.0, 2.0, np.array([n]), 0),
+        lambda: simulate(
+            1, X, np.ones(D), w0, truth, n, 512.0, 2.0, np.array([n]), np.random.default_rng(0)
+        ),
         lambda: [ipca.partial_fit(X[i : i + 1000]) for i in range(0, n, 1000)],
         repeats=7,
         names=("simulate (numba)", "IncrementalPCA"),

@@ -135,7 +135,16 @@ def test_simulated_error_constant_matches_the_asymptotic_variance(method, p, the
     for s in range(30):
         w0 = _unit(rng, d)
         errs = k.simulate(
-            k.METHOD_CODES[method], np.empty((0, d)), scale, w0, truth, T, t0, 2.0, cps, s
+            k.METHOD_CODES[method],
+            np.empty((0, d)),
+            scale,
+            w0,
+            truth,
+            T,
+            t0,
+            2.0,
+            cps,
+            np.random.default_rng(s),
         )
         vals.append(np.mean(errs * cps))
     assert np.mean(vals) == pytest.approx(theory, rel=0.3)
