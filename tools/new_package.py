@@ -45,7 +45,7 @@ def add_to_root(pyproject: Path, name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Create ``packages/NAME``; return the exit status."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("name", help="distribution name, e.g. foam-shampoo (the papers/ file name)")
+    p.add_argument("name", help="distribution name, e.g. foam-shampoo")
     p.add_argument("summary", help="one line: what the package gives")
     args = p.parse_args(argv)
     if not NAME_RE.match(args.name):

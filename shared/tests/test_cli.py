@@ -121,3 +121,38 @@ def test_smoke_runs_do_not_replace_default_results(fake_registry, tmp_path, monk
     assert main(["run", "good", "--scale", "smoke", "--device", "cpu"]) == 0
     assert '"scale": "default"' in (tmp_path / "results/good/result.json").read_text()
     assert '"scale": "smoke"' in (tmp_path / "results/smoke/good/result.json").read_text()
+
+
+def _readme_package(tmp_path, name="good"):
+    from icml26_core.report import README_END, README_START
+
+    pkg = tmp_path / "packages" / name
+    pkg.mkdir(parents=True)
+    readme = pkg / "README.md"
+    readme.write_text(f"# {name}\n\n{README_START}\nold\n{README_END}\n")
+    return readme
+
+
+def test_report_readme_keeps_default_results_from_smoke_runs(tmp_path, capsys):
+    readme = _readme_package(tmp_path)
+    out = tmp_path / "results" / "smoke" / "good"
+    Result(name="good", scale="smoke").write(out)
+    args = ["report", "--results", str(out.parent), "--packages", str(tmp_path / "packages")]
+    assert main([*args, "--readme"]) == 0
+    assert "old" in readme.read_text()  # a smoke run never replaces the default results
+    assert "smoke-scale" in capsys.readouterr().out
+    assert main([*args, "--readme", "--any-scale"]) == 0
+    assert "old" not in readme.read_text()
+
+
+def test_report_reads_a_folder_written_by_out(tmp_path):
+    readme = _readme_package(tmp_path)
+    out = tmp_path / "anywhere"
+    Result(name="good", scale="default").write(out)  # what `icml26 run good --out DIR` makes
+    assert (
+        main(
+            ["report", "--results", str(out), "--readme", "--packages", str(tmp_path / "packages")]
+        )
+        == 0
+    )
+    assert (out / "REPORT.md").is_file() and "old" not in readme.read_text()

@@ -149,6 +149,13 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
 
         for rpath in find_results(results_dir):
             result = Result.read(rpath)
+            if result.scale != "default" and not args.any_scale:
+                # READMEs show the default-scale run; a smoke run must not replace it
+                console.print(
+                    f"[yellow]skip {result.name}: a {result.scale}-scale result; package "
+                    f"READMEs show default-scale runs (--any-scale to write it anyway)[/]"
+                )
+                continue
             pkg = Path(args.packages) / result.name
             readme = pkg / "README.md"
             if not readme.is_file() or README_START not in readme.read_text():
@@ -265,6 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--results", default="results", help="folder of results (default results)")
     rep.add_argument(
         "--readme", action="store_true", help="also rewrite each package README's results section"
+    )
+    rep.add_argument(
+        "--any-scale",
+        action="store_true",
+        help="with --readme, also write smoke- and full-scale results (default: default only)",
     )
     rep.add_argument("--packages", default="packages", help="folder of the packages")
     data = sub.add_parser("data", help="the bundled datasets and models (icml26 data list)")

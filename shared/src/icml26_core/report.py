@@ -117,8 +117,14 @@ def _print_claim(c: Claim, console: Console, indent: str = "") -> None:
 
 
 def find_results(results_dir: str | Path) -> list[Path]:
-    """All ``result.json`` files directly under ``results_dir/<name>/``."""
-    return sorted(Path(results_dir).glob("*/result.json"))
+    """All ``result.json`` files under ``results_dir/<name>/``, and ``results_dir``'s own.
+
+    ``icml26 run NAME`` writes ``results/NAME/``; ``--out DIR`` writes into ``DIR``
+    itself, so a folder holding a ``result.json`` counts too.
+    """
+    root = Path(results_dir)
+    own = [root / "result.json"] if (root / "result.json").is_file() else []
+    return own + sorted(root.glob("*/result.json"))
 
 
 def write_report(results_dir: str | Path = "results") -> Path:
@@ -130,7 +136,10 @@ def write_report(results_dir: str | Path = "results") -> Path:
     root = Path(results_dir)
     paths = find_results(root)
     if not paths:
-        raise FileNotFoundError(f"no result.json under {root}/*/; run `icml26 run NAME` first")
+        raise FileNotFoundError(
+            f"no result.json in {root}/ or {root}/*/; run `icml26 run NAME` first "
+            f"(smoke runs write results/smoke/NAME: pass --results results/smoke)"
+        )
     results = [Result.read(p) for p in paths]
     lines = [
         "# icml26-optim: measured results\n",
