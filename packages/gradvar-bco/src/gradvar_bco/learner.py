@@ -14,17 +14,20 @@ unbiased estimate of the gradient of the delta-smoothed loss at ``x_t``.
 Step sizes (``step_size``):
 
 - ``"adaptive"`` (ours): ``eta_t = D / sqrt(c + sum_{s<t} ||g_s - m_s||^2)``, with D the
-  diameter and ``c = (2 k G)^2`` (G the Lipschitz constant, which bounds every
-  ``||g_s - m_s||^2``). It needs no knowledge of the variation V_T. For every run and
-  every u in the shrunk set the linearized regret obeys the deterministic bound
-  ``sum_t <g_t, x_t - u> <= 2.5 D sqrt(c + S_T)``, ``S_T = sum_t ||g_t - m_t||^2``
+  diameter and ``c = (k G)^2`` (G the Lipschitz constant, so that ``k G`` bounds every
+  ``||g_t||``: the first step is the worst-case step ``D / (k G)``). It needs no
+  knowledge of the variation V_T. For every run and every u in the shrunk set the linearized regret
+  obeys the deterministic bound
+  ``sum_t <g_t, x_t - u> <= D sqrt(c + S_T) (1/2 + 2 sqrt(1 + a_max / c))``, with
+  ``S_T = sum_t ||g_t - m_t||^2`` and ``a_max = max_t ||g_t - m_t||^2``
   (:meth:`TwoPointOptimisticBCO.linearized_bound`).
 - ``"chiang"``: the fixed step ``eta = D / (k sqrt(V + G^2))`` tuned with a known
   variation budget ``V`` (our reconstruction of a Chiang-et-al.-style tuning, whose
   bound grows linearly in k times sqrt(V)).
-- a float: a fixed step.
-- ``strong_convexity = lambda > 0`` replaces all of these by ``eta_t = 1 / (lambda t)``
-  (optimism kept).
+- a float, or an array of one float per run (a step-size sweep in one call): fixed.
+- ``strong_convexity = lambda > 0`` replaces all of these by
+  ``eta_t = 1 / (lambda t + sqrt(c) / D)`` (optimism kept): the 1/(lambda t) schedule,
+  with its first steps capped at the adaptive step's first value ``D / sqrt(c)``.
 
 References:
     Chiang, Lee & Lu (2013), Beating bandits in gradually evolving worlds, COLT.
@@ -50,11 +53,12 @@ class TwoPointOptimisticBCO:
     Args:
         domain: The decision set (:class:`~gradvar_bco.Ball`, ``Box``, ``Simplex``).
         delta: Exploration radius, ``0 < delta < domain.inner_radius``.
-        step_size: ``"adaptive"`` (default), ``"chiang"`` or a fixed float > 0.
-        strong_convexity: lambda >= 0; > 0 uses ``eta_t = 1 / (lambda t)``.
+        step_size: ``"adaptive"`` (default), ``"chiang"``, a fixed float > 0 or an
+            array (n_runs,) of fixed steps, one per run.
+        strong_convexity: lambda >= 0; > 0 uses ``eta_t = 1 / (lambda t + sqrt(c) / D)``.
         lipschitz: G > 0, a bound on ``||grad f_t||`` over the domain; sets ``c`` of the
             adaptive step (and the ``"chiang"`` step). None: ``c`` is set from the first
-            round's estimate (``4 ||g_1||^2``), and the bound is then not guaranteed.
+            round's estimate (``||g_1||^2``).
         variation_budget: The known V for ``"chiang"`` (required there, unused elsewhere).
         optimistic: Use the hint (``False`` gives plain two-point bandit gradient
             descent, Agarwal et al. 2010, when combined with a fixed step).
@@ -101,11 +105,21 @@ class TwoPointOptimisticBCO:
             raise ValueError(
                 f"delta must be < the domain's inner radius {domain.inner_radius:g}, got {delta}"
             )
+        self.n_runs = None if n_runs is None else check_int("n_runs", n_runs, low=1)
+        s = 1 if self.n_runs is None else self.n_runs
         if isinstance(step_size, str):
             check_choice("step_size", step_size, ("adaptive", "chiang"))
-            self.step_size: str | float = step_size
-        else:
+            self.step_size: str | float | np.ndarray = step_size
+        elif np.ndim(step_size) == 0:
             self.step_size = check_float("step_size", step_size, low=0.0, low_inclusive=False)
+        else:
+            arr = np.asarray(step_size, dtype=np.float64)
+            if arr.shape != (s,) or not np.all(np.isfinite(arr) & (arr > 0)):
+                raise ValueError(
+                    f"step_size as an array must hold {s} finite values > 0 (one per run), "
+                    f"got shape {arr.shape}"
+                )
+            self.step_size = arr.copy()
         self.strong_convexity = check_float("strong_convexity", strong_convexity, low=0.0)
         self.lipschitz = (
             None
@@ -115,13 +129,11 @@ class TwoPointOptimisticBCO:
         self.variation_budget = (
             None if variation_budget is None else check_float("variation_budget", variation_budget, low=0.0)
         )
-        if self.step_size == "chiang" and self.strong_convexity == 0.0:
+        if isinstance(step_size, str) and step_size == "chiang" and self.strong_convexity == 0.0:
             if self.variation_budget is None or self.lipschitz is None:
                 raise ValueError('step_size="chiang" needs variation_budget and lipschitz')
         self.optimistic = bool(optimistic)
-        self.n_runs = None if n_runs is None else check_int("n_runs", n_runs, low=1)
         self._rng = np.random.default_rng(seed)
-        s = 1 if self.n_runs is None else self.n_runs
         d = domain.dim
         self._shrink = self.delta / domain.inner_radius
         start = domain.center if x0 is None else np.asarray(x0, dtype=np.float64)
@@ -134,22 +146,24 @@ class TwoPointOptimisticBCO:
         self.k = domain.direction_dim
         self.t = 0  # rounds completed
         self.S = np.zeros(s)  # sum ||g_s - m_s||^2 per run
-        self._c = None if self.lipschitz is None else (2.0 * self.k * self.lipschitz) ** 2
+        self._c = None if self.lipschitz is None else (self.k * self.lipschitz) ** 2
+        self.a_max = np.zeros(s)  # max ||g_s - m_s||^2 per run
 
     # ---------------------------------------------------------------- step sizes
     def eta(self) -> np.ndarray:
         """The step size of the coming round, one per run, float64 (n_runs,) or (1,)."""
-        if self.strong_convexity > 0:
-            return np.full(self.S.shape, 1.0 / (self.strong_convexity * (self.t + 1)))
         D = self.domain.diameter
-        if self.step_size == "adaptive":
+        if self.strong_convexity > 0:
+            c0 = np.sqrt(self._c) / D if self._c is not None else np.inf
+            return np.full(self.S.shape, 1.0 / (self.strong_convexity * (self.t + 1) + c0))
+        if isinstance(self.step_size, str) and self.step_size == "adaptive":
             c = self._c if self._c is not None else np.inf  # before the first tell: no move
             return D / np.sqrt(c + self.S)
-        if self.step_size == "chiang":
+        if isinstance(self.step_size, str) and self.step_size == "chiang":
             assert self.variation_budget is not None and self.lipschitz is not None
             eta = D / (self.k * np.sqrt(self.variation_budget + self.lipschitz**2))
             return np.full(self.S.shape, eta)
-        return np.full(self.S.shape, float(self.step_size))
+        return np.broadcast_to(self.step_size, self.S.shape).astype(np.float64)
 
     # ------------------------------------------------------------------ protocol
     def ask(self) -> tuple[np.ndarray, np.ndarray]:
@@ -204,9 +218,11 @@ class TwoPointOptimisticBCO:
         g = (self.k / (2.0 * self.delta)) * (vals[0] - vals[1])[:, None] * self._u
         eta = self.eta()[:, None]
         m = self._hint if self.optimistic else np.zeros_like(g)
-        self.S = self.S + np.sum((g - m) ** 2, axis=-1)
+        a = np.sum((g - m) ** 2, axis=-1)
+        self.S = self.S + a
+        self.a_max = np.maximum(self.a_max, a)
         if self._c is None:
-            self._c = float(4.0 * np.max(np.sum(g**2, axis=-1)))
+            self._c = float(np.max(np.sum(g**2, axis=-1)))
             if self._c == 0.0:  # exact comparison: a zero first estimate; keep the scale positive
                 self._c = 1e-12
         self._xhat = self.domain.project(self._xhat - eta * g, self._shrink)
@@ -229,13 +245,19 @@ class TwoPointOptimisticBCO:
         return self._x[0].copy() if self.n_runs is None else self._x.copy()
 
     def linearized_bound(self) -> np.ndarray:
-        """``2.5 D sqrt(c + S_T)`` per run: the adaptive step's bound on ``sum <g_t, x_t - u>``.
+        """The adaptive step's bound on ``sum_t <g_t, x_t - u>``, per run, (n_runs,) or (1,).
 
-        Valid for ``step_size="adaptive"`` with ``lipschitz`` given (then
-        ``c >= ||g_t - m_t||^2`` every round), for every u in the shrunk set.
+        ``D sqrt(c + S_T) (1/2 + 2 sqrt(1 + a_max / c))``, valid for every u in the shrunk
+        set when ``step_size="adaptive"``. Proof: the one-step inequality of optimistic
+        OGD, ``<g_t, x_t - u> <= eta_t a_t + (|u - x̂_t|^2 - |u - x̂_{t+1}|^2) / (2 eta_t)``,
+        summed with a nonincreasing eta_t, and ``c + S_{t-1} >= (c + S_t) / (1 + a_max / c)``.
         """
-        c = self._c if self._c is not None else 0.0
-        return 2.5 * self.domain.diameter * np.sqrt(c + self.S)
+        c = self._c if self._c is not None else 1.0
+        return (
+            self.domain.diameter
+            * np.sqrt(c + self.S)
+            * (0.5 + 2.0 * np.sqrt(1.0 + self.a_max / c))
+        )
 
     def __repr__(self) -> str:
         return (
