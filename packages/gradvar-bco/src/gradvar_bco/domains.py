@@ -112,8 +112,8 @@ class Box(Domain):
     """The hyper-rectangle ``{x : lo <= x <= hi}`` (coordinate-wise).
 
     Args:
-        lo: Lower corner, shape (d,) (or a scalar with ``dim``).
-        hi: Upper corner, same shape, ``hi > lo`` in every coordinate.
+        lo: Lower corner, shape (d,), or a scalar broadcast to ``hi``'s shape or ``dim``.
+        hi: Upper corner, shape (d,) or a scalar; ``hi > lo`` in every coordinate.
         dim: Dimension when ``lo`` and ``hi`` are scalars.
 
     Raises:
@@ -127,8 +127,14 @@ class Box(Domain):
             d = check_int("dim", dim, low=1)
             lo_a = np.broadcast_to(lo_a, (d,)).copy() if lo_a.size == 1 else lo_a
             hi_a = np.broadcast_to(hi_a, (d,)).copy() if hi_a.size == 1 else hi_a
+        if lo_a.size == 1 and hi_a.ndim == 1:
+            lo_a = np.broadcast_to(lo_a, hi_a.shape).copy()
+        if hi_a.size == 1 and lo_a.ndim == 1:
+            hi_a = np.broadcast_to(hi_a, lo_a.shape).copy()
         if lo_a.ndim != 1 or lo_a.shape != hi_a.shape:
-            raise ValueError(f"lo and hi must have the same shape (d,), got {lo_a.shape}, {hi_a.shape}")
+            raise ValueError(
+                f"lo and hi must have the same shape (d,), got {lo_a.shape}, {hi_a.shape}"
+            )
         if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
             raise ValueError("lo and hi must be finite")
         if not np.all(hi_a > lo_a):

@@ -127,7 +127,9 @@ class TwoPointOptimisticBCO:
             else check_float("lipschitz", lipschitz, low=0.0, low_inclusive=False)
         )
         self.variation_budget = (
-            None if variation_budget is None else check_float("variation_budget", variation_budget, low=0.0)
+            None
+            if variation_budget is None
+            else check_float("variation_budget", variation_budget, low=0.0)
         )
         if isinstance(step_size, str) and step_size == "chiang" and self.strong_convexity == 0.0:
             if self.variation_budget is None or self.lipschitz is None:
@@ -211,7 +213,9 @@ class TwoPointOptimisticBCO:
         for name, f in (("f1", f1), ("f2", f2)):
             a = np.asarray(f, dtype=np.float64).reshape(-1) if np.ndim(f) <= 1 else None
             if a is None or a.shape != (s,):
-                raise ValueError(f"{name} must have shape ({s},) (one value per run), got {np.shape(f)}")
+                raise ValueError(
+                    f"{name} must have shape ({s},) (one value per run), got {np.shape(f)}"
+                )
             if not np.all(np.isfinite(a)):
                 raise ValueError(f"{name} must be finite, got {a}")
             vals.append(a)
@@ -230,9 +234,15 @@ class TwoPointOptimisticBCO:
             self._hint = g
         else:
             h = np.asarray(hint, dtype=np.float64)
-            h = np.broadcast_to(h, g.shape).copy() if h.shape in ((self.domain.dim,), g.shape) else None
+            h = (
+                np.broadcast_to(h, g.shape).copy()
+                if h.shape in ((self.domain.dim,), g.shape)
+                else None
+            )
             if h is None or not np.all(np.isfinite(h)):
-                raise ValueError(f"hint must be finite with shape ({self.domain.dim},) or {g.shape}")
+                raise ValueError(
+                    f"hint must be finite with shape ({self.domain.dim},) or {g.shape}"
+                )
             self._hint = h
         self._u = None
         self.t += 1
@@ -254,9 +264,7 @@ class TwoPointOptimisticBCO:
         """
         c = self._c if self._c is not None else 1.0
         return (
-            self.domain.diameter
-            * np.sqrt(c + self.S)
-            * (0.5 + 2.0 * np.sqrt(1.0 + self.a_max / c))
+            self.domain.diameter * np.sqrt(c + self.S) * (0.5 + 2.0 * np.sqrt(1.0 + self.a_max / c))
         )
 
     def __repr__(self) -> str:
