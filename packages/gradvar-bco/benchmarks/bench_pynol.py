@@ -14,9 +14,8 @@ Times are interleaved in one process (``icml26_core.timing.compare_times``).
 from __future__ import annotations
 
 import numpy as np
-from icml26_core.timing import compare_times
-
 from gradvar_bco import Ball, TwoPointOptimisticBCO
+from icml26_core.timing import compare_times
 
 D_DIM, T, SEEDS = 5, 2000, 10
 
