@@ -1,6 +1,7 @@
 """Gradient-variation regret for two-point bandit convex optimization.
 
 Public API: the learner :class:`TwoPointOptimisticBCO` (ask/tell, vectorized over runs),
+the ensemble :class:`GradVarEnsemble` (dynamic regret),
 the domains :class:`Ball`, :class:`Box`, :class:`Simplex`, :func:`run` and
 :func:`variation`.
 """
@@ -8,6 +9,7 @@ the domains :class:`Ball`, :class:`Box`, :class:`Simplex`, :func:`run` and
 from importlib.metadata import PackageNotFoundError, version
 
 from gradvar_bco.domains import Ball, Box, Domain, Simplex
+from gradvar_bco.ensemble import GradVarEnsemble
 from gradvar_bco.learner import TwoPointOptimisticBCO
 from gradvar_bco.protocol import RunResult, run, variation
 
@@ -20,6 +22,7 @@ __all__ = [
     "Ball",
     "Box",
     "Domain",
+    "GradVarEnsemble",
     "RunResult",
     "Simplex",
     "TwoPointOptimisticBCO",
