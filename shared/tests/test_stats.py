@@ -268,3 +268,26 @@ def test_evidence_round_trips_through_a_dict(rng):
     ev = stats.paired_comparison(rng.normal(size=9), rng.normal(size=9))
     assert stats.Evidence.from_dict(ev.to_dict()) == ev
     assert "n = 9" in ev.summary() and "CI" in ev.summary()
+
+
+def test_bootstrap_band_decides_three_ways():
+    from icml26_core.stats import bootstrap_band
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(10.0, 0.1, size=30)
+
+    def mean(x, axis=-1):
+        return np.mean(x, axis=axis)
+
+    common = {"effect_name": "mean", "test": "bootstrap"}
+    assert bootstrap_band([a], mean, low=9.0, high=11.0, **common).verdict == "holds"
+    assert bootstrap_band([a], mean, low=11.0, **common).verdict == "does not hold"
+    assert bootstrap_band([a], mean, high=10.0, **common).verdict == "inconclusive"
+    e = bootstrap_band([a[:2]], mean, low=9.0, **common)  # too few to bootstrap
+    assert e.verdict == "inconclusive" and e.n == 2
+    # several samples are resampled apart: a ratio of two independent means
+    b = rng.normal(5.0, 0.1, size=30)
+    e = bootstrap_band(
+        [a, b], lambda x, y, axis=-1: x.mean(axis) / y.mean(axis), low=1.5, high=2.5, **common
+    )
+    assert e.verdict == "holds" and e.ci_low < 2.0 < e.ci_high

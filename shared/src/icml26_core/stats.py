@@ -727,6 +727,63 @@ def ratio_of_medians(
     )
 
 
+def bootstrap_band(
+    samples: Sequence[np.ndarray],
+    statistic: Callable[..., Any],
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    effect_name: str,
+    test: str,
+    paired: bool | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_n: int = 3,
+) -> Evidence:
+    """Is ``statistic(*samples)`` inside ``[low, high]``? Three-way, on its bootstrap CI.
+
+    For statistics no test of this module covers: a rate fitted to seed-mean curves, a
+    ratio of means, the spread of medians over a grid. Holds if the whole BCa interval
+    (:func:`bootstrap_ci`) lies inside the band, does not hold if it lies wholly outside,
+    inconclusive otherwise. To resample rows of a matrix, pass one sample of row indices
+    (as floats) and a statistic that indexes the matrix with them.
+
+    Args:
+        samples: 1-D arrays, the statistic's arguments.
+        statistic: Vectorized in its samples along ``axis``.
+        low: Lower end of the band (-inf for "at most ``high``").
+        high: Upper end (inf for "at least ``low``").
+        effect_name: What the statistic is, for the summary.
+        test: The test and its setup, in words.
+        paired: Resample the samples together; by default only when there is one.
+        confidence: Level of the interval.
+        min_n: Fewest observations in the smallest sample.
+
+    Returns:
+        The :class:`Evidence` (no p-value; ``threshold`` is ``low`` when it is finite,
+        else ``high``).
+    """
+    arrays = [np.asarray(x, dtype=float) for x in samples]
+    effect = float(statistic(*arrays, axis=-1))
+    n = min(a.size for a in arrays)
+    together = len(arrays) == 1 if paired is None else paired
+    lo = hi = math.nan
+    if math.isfinite(effect) and n >= min_n:
+        lo, hi = bootstrap_ci(arrays, statistic, confidence=confidence, paired=together)
+    band = f"[{_fmt(low, False)}, {_fmt(high, False)}]"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        verdict, reason = INCONCLUSIVE, "the confidence interval could not be computed"
+    elif low <= lo and hi <= high:
+        verdict, reason = HOLDS, f"the whole interval lies inside {band}"
+    elif hi < low or lo > high:
+        verdict, reason = DOES_NOT_HOLD, f"the whole interval lies outside {band}"
+    else:
+        verdict, reason = INCONCLUSIVE, f"the interval straddles an end of {band}"
+    threshold = low if math.isfinite(low) else high
+    return Evidence(
+        test, effect_name, effect, lo, hi, confidence, None, n, threshold, verdict, reason
+    )
+
+
 def combine(verdicts: Sequence[str]) -> str:
     """Verdict of "every part holds": holds if all hold, does not hold if any does not.
 

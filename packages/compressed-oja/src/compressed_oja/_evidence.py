@@ -1,79 +1,15 @@
-"""Band decisions on statistics bootstrapped over seeds (the experiment's verdicts).
+"""The statistics the experiment's band verdicts bootstrap over seeds.
 
 The core's ``loglog_slope`` reads the scatter of points around a line; a rate fitted to
 the mean error of a few seeds needs the spread across seeds instead, so the interval
-here is a BCa bootstrap over seeds (``icml26_core.stats.bootstrap_ci``).
+is a BCa bootstrap over seeds: ``icml26_core.stats.bootstrap_band`` of these.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
-from icml26_core.stats import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, Evidence, bootstrap_ci
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.3g}"
-
-
-def in_band(
-    samples: Sequence[np.ndarray],
-    statistic: Callable[..., np.ndarray],
-    *,
-    low: float = -np.inf,
-    high: float = np.inf,
-    effect_name: str,
-    test: str,
-) -> Evidence:
-    """Is ``statistic(*samples)`` inside ``[low, high]``? Three-way, on its 95% CI.
-
-    Holds if the whole interval lies inside the band, does not hold if it lies wholly
-    outside, inconclusive otherwise. Each sample is resampled on its own (independent
-    runs per sample) unless there is one sample.
-
-    Args:
-        samples: One 1-D array per group of independent seeds (or one (S,) array of
-            seed indices when the statistic reads a matrix).
-        statistic: Vectorized in its samples along ``axis``.
-        low: Lower end of the band (-inf for a one-sided "at most").
-        high: Upper end (inf for "at least").
-        effect_name: What the statistic is.
-        test: The test in words.
-
-    Returns:
-        The :class:`~icml26_core.stats.Evidence`.
-    """
-    samples = [np.asarray(s, dtype=float) for s in samples]
-    effect = float(statistic(*samples, axis=-1))
-    n = min(s.size for s in samples)
-    if not np.isfinite(effect) or n < 3:
-        lo, hi = np.nan, np.nan
-    else:
-        lo, hi = bootstrap_ci(samples, statistic, paired=len(samples) == 1)
-    band = f"[{_fmt(low)}, {_fmt(high)}]"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        verdict, reason = INCONCLUSIVE, "the confidence interval could not be computed"
-    elif low <= lo and hi <= high:
-        verdict, reason = HOLDS, f"the whole interval lies inside {band}"
-    elif hi < low or lo > high:
-        verdict, reason = DOES_NOT_HOLD, f"the whole interval lies outside {band}"
-    else:
-        verdict, reason = INCONCLUSIVE, f"the interval straddles an end of {band}"
-    threshold = low if np.isfinite(low) else high
-    return Evidence(
-        test=test,
-        effect_name=effect_name,
-        effect=effect,
-        ci_low=float(lo),
-        ci_high=float(hi),
-        confidence=0.95,
-        p_value=None,
-        n=int(n),
-        threshold=float(threshold),
-        verdict=verdict,
-        reason=reason,
-    )
 
 
 def slope_of_means(x: np.ndarray) -> Callable[..., np.ndarray]:

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 from icml26_core import Claim, Experiment, Result, RunContext, Table
+from icml26_core.stats import Evidence, bootstrap_band
 
 from . import _evidence as ev
 from ._kernels import METHOD_CODES, simulate
@@ -67,9 +68,9 @@ def _run_cell(method, data, scale, truth, T, t0, gap, seeds, base, n_jobs=1):
     return cps, last, np.maximum(errs, 1e-300)
 
 
-def _slope(cps, last, errs) -> ev.Evidence:
+def _slope(cps, last, errs) -> Evidence:
     stat = functools.partial(ev.slope_of_means(cps[last]), errors=errs[:, last])
-    return ev.in_band(
+    return bootstrap_band(
         [np.arange(errs.shape[0], dtype=float)],
         stat,
         low=-1.2,
@@ -286,7 +287,7 @@ def run(ctx: RunContext) -> Result:
     for method, (lo, hi) in bands.items():
         ds = np.array(grid[method])
         samples = [_t_err(*syn[method, d][:3]) for d in ds]
-        e = ev.in_band(
+        e = bootstrap_band(
             samples,
             ev.exponent_of_means(ds),
             low=lo,
@@ -318,7 +319,7 @@ def run(ctx: RunContext) -> Result:
             Claim.from_evidence(
                 f"{name} (d = {d}): err(adaptive) / err(full) between d/5 and 2d",
                 f"ratio of mean sin^2 at T in [{d / 5:g}, {2 * d:g}]",
-                ev.in_band(
+                bootstrap_band(
                     [err["adaptive"], err["full"]],
                     ev.ratio_of_means,
                     low=d / 5,
@@ -333,7 +334,7 @@ def run(ctx: RunContext) -> Result:
             Claim.from_evidence(
                 f"{name} (d = {d}): non-adaptive at least 2x worse than adaptive",
                 "ratio of mean sin^2 at T >= 2",
-                ev.in_band(
+                bootstrap_band(
                     [err["nonadaptive"], err["adaptive"]],
                     ev.ratio_of_means,
                     low=2.0,
@@ -358,7 +359,7 @@ def run(ctx: RunContext) -> Result:
             "Bounded constant: t sin^2 Delta^2 / (lambda1 lambda2 d^2) of adaptive compressed "
             "Oja varies at most 3x across d.",
             "max / min over d of the mean normalized constant <= 3",
-            ev.in_band(
+            bootstrap_band(
                 consts,
                 ev.spread_of_means,
                 high=3.0,
