@@ -70,13 +70,14 @@ def test_queried_points_stay_in_the_domain(domain):
         learner.tell(x1 @ c, x2 @ c)
 
 
-def test_linearized_regret_below_the_bound_for_every_seed():
+@pytest.mark.parametrize("step_scale", [1.0, np.array([0.25, 0.5, 1, 2, 4, 8, 0.125, 1])])
+def test_linearized_regret_below_the_bound_for_every_seed(step_scale):
     d, T, n = 5, 400, 8
     dom = Ball(d, 1.0)
     rng = np.random.default_rng(5)
     centers = rng.uniform(-0.7, 0.7, size=(T, n, d)) / np.sqrt(d)
     G = 2.0  # ||x - c|| <= 2 on the unit ball
-    learner = TwoPointOptimisticBCO(dom, 0.05, lipschitz=G, n_runs=n, seed=6)
+    learner = TwoPointOptimisticBCO(dom, 0.05, lipschitz=G, step_scale=step_scale, n_runs=n, seed=6)
     gs, xs = [], []
     for t in range(T):
         x1, x2 = learner.ask()
@@ -151,6 +152,24 @@ def test_strongly_convex_and_fixed_steps():
     assert ch.eta()[0] == pytest.approx(dom.diameter / (2 * np.sqrt(3.0 + 1.0)))
 
 
+def test_step_scale_sets_the_first_step():
+    dom = Ball(4)
+    scales = np.array([0.5, 1.0, 3.0])
+    ad = TwoPointOptimisticBCO(dom, 0.1, lipschitz=2.0, step_scale=scales, n_runs=3)
+    x1, x2 = ad.ask()  # the first step, before any estimate: s D / (k G)
+    np.testing.assert_allclose(ad.eta(), scales * dom.diameter / (4 * 2.0))
+    ad.tell(np.ones(3), np.zeros(3))
+    a = ad.S  # the same ||g||^2 in every run: steps keep the ratio of their scales
+    np.testing.assert_allclose(ad.eta(), dom.diameter / np.sqrt((4 * 2.0 / scales) ** 2 + a))
+    sc = TwoPointOptimisticBCO(dom, 0.1, strong_convexity=0.5, lipschitz=1.0, step_scale=2.0)
+    assert sc.eta()[0] == pytest.approx(1.0 / (0.5 + 4 * 1.0 / (2.0 * dom.diameter)))
+    free = TwoPointOptimisticBCO(dom, 0.1, step_scale=np.array([1.0, 2.0]), n_runs=2, seed=0)
+    x1, x2 = free.ask()
+    g = free.tell(np.sum(x1, 1), np.sum(x2, 1))  # c from the first estimate, then / s^2
+    c = np.max(np.sum(g**2, 1)) / np.array([1.0, 2.0]) ** 2
+    np.testing.assert_allclose(free.eta(), dom.diameter / np.sqrt(c + free.S))
+
+
 def test_single_run_shapes_and_convergence():
     learner = TwoPointOptimisticBCO(Ball(3), delta=0.05, lipschitz=4.0, seed=0)
     for _ in range(1500):
@@ -185,6 +204,10 @@ def test_bad_input_raises():
         TwoPointOptimisticBCO(dom, 0.1, "chiang")
     with pytest.raises(ValueError, match="x0"):
         TwoPointOptimisticBCO(dom, 0.1, x0=np.zeros(3))
+    with pytest.raises(ValueError, match="step_scale"):
+        TwoPointOptimisticBCO(dom, 0.1, step_scale=0.0)
+    with pytest.raises(ValueError, match="step_scale"):
+        TwoPointOptimisticBCO(dom, 0.1, step_scale=np.ones(2), n_runs=3)
     with pytest.raises(TypeError, match="domain"):
         TwoPointOptimisticBCO("ball", 0.1)
     learner = TwoPointOptimisticBCO(dom, 0.1, n_runs=3)

@@ -11,7 +11,9 @@ gives none):
 4. Portfolio selection on two real series (Ecdat Garch, Capm), loss -log <x, r_t>.
 
 Every table has the trivial floor (play the domain's centre every round). Fixed step
-sizes of the baseline are chosen on validation seeds the verdicts do not read.
+sizes of the baselines and the scale of our adaptive step (``step_scale``, which sets
+``c = (k G / s)^2``) are chosen on validation seeds the verdicts do not read, from
+grids of the same size.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from gradvar_bco.protocol import run as play
 
 VALIDATION_OFFSET = 10_000  # validation seeds: seed + this; verdicts read the others
 BGD_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)  # multiples of the theory step D / (G sqrt(k T))
+# step_scale of ours: the first adaptive step as a multiple of D / (k G); same grid size
+SCALE_GRID = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class _Const:
@@ -54,26 +58,49 @@ def _bgd(domain, delta, G, T, n_runs, seed, mult=1.0):
     )
 
 
-def _tuned_bgd_mult(make_problem, domain, delta, G, T, n_val, seed):
-    """The BGD step multiple with the lowest mean regret on validation seeds.
+def _tune(make_problem, build, grid, T, n_val, seed):
+    """The grid value with the lowest mean regret on validation seeds.
 
-    The whole grid runs at once: run ``j * n_val + i`` is grid value j on validation
-    run i (a step-size array, one per run).
+    The whole grid runs at once: ``build(values, n_runs, seed)`` gets one grid value per
+    run (run ``j * n_val + i`` is grid value j on validation run i), and the problem
+    ``make_problem(seed + VALIDATION_OFFSET, n_runs)`` is drawn from seeds the verdicts
+    never read.
     """
-    k = len(BGD_GRID)
+    k = len(grid)
     losses, u = make_problem(seed + VALIDATION_OFFSET, k * n_val)
-    base = domain.diameter / (G * np.sqrt(domain.direction_dim * T))
-    eta = base * np.repeat(np.asarray(BGD_GRID), n_val)
-    learner = TwoPointOptimisticBCO(
-        domain,
-        delta,
-        step_size=eta,
-        optimistic=False,
-        n_runs=k * n_val,
-        seed=seed + VALIDATION_OFFSET,
-    )
+    values = np.repeat(np.asarray(grid, dtype=np.float64), n_val)
+    learner = build(values, k * n_val, seed + VALIDATION_OFFSET)
     regret = play(learner, losses, T, u).regret.reshape(k, n_val).mean(axis=1)
-    return BGD_GRID[int(np.argmin(regret))]
+    return grid[int(np.argmin(regret))]
+
+
+def _tuned_bgd_mult(make_problem, domain, delta, G, T, n_val, seed):
+    """BGD's step multiple (of ``D / (G sqrt(k T))``), chosen on validation seeds."""
+    base = domain.diameter / (G * np.sqrt(domain.direction_dim * T))
+
+    def build(values, s, sd):
+        return TwoPointOptimisticBCO(
+            domain, delta, step_size=base * values, optimistic=False, n_runs=s, seed=sd
+        )
+
+    return _tune(make_problem, build, BGD_GRID, T, n_val, seed)
+
+
+def _tuned_scale(make_problem, domain, delta, G, T, n_val, seed, strong_convexity=0.0):
+    """Our ``step_scale`` (the adaptive step's constant), chosen on validation seeds."""
+
+    def build(values, s, sd):
+        return TwoPointOptimisticBCO(
+            domain,
+            delta,
+            strong_convexity=strong_convexity,
+            lipschitz=G,
+            step_scale=values,
+            n_runs=s,
+            seed=sd,
+        )
+
+    return _tune(make_problem, build, SCALE_GRID, T, n_val, seed)
 
 
 # ------------------------------------------------------------------ 1. adaptivity
@@ -114,13 +141,19 @@ def _adaptivity(ctx: RunContext, T: int, n: int, n_val: int, windows) -> tuple[l
         G = float(opH.max() * 1.5)  # ||H (x - x*)|| <= ||H|| (R + ||x*||)
         V = float(np.sum(dH**2) * 1.5**2)  # sup_x ||dH (x - x*)||^2 <= ||dH||^2 (R + ||x*||)^2
         mult = _tuned_bgd_mult(make, dom, delta, G, T, n_val, 0)
+        scale = _tuned_scale(make, dom, delta, G, T, n_val, 0)
         losses, xs = make(0, n)
-        ours = play(TwoPointOptimisticBCO(dom, delta, lipschitz=G, n_runs=n, seed=1), losses, T, xs)
+        ours = play(
+            TwoPointOptimisticBCO(dom, delta, lipschitz=G, step_scale=scale, n_runs=n, seed=1),
+            losses,
+            T,
+            xs,
+        )
         bgd = play(_bgd(dom, delta, G, T, n, 1, mult), losses, T, xs)
         floor = play(_Const(dom, n), losses, T, xs)
         out[w] = {"V": V, "ours": ours.regret, "bgd": bgd.regret, "floor": floor.regret}
         for name, r in (
-            ("ours (adaptive)", ours),
+            (f"ours (adaptive, s={scale:g})", ours),
             (f"BGD two-point (x{mult:g})", bgd),
             ("centre (floor)", floor),
         ):
@@ -163,23 +196,49 @@ def _quadratic_walk(seed: int, s: int, d: int, T: int, step: float):
     return losses, u, V
 
 
-def _dimension(ctx: RunContext, T: int, n: int, dims) -> tuple[list, dict]:
+def _chiang_step(domain: Domain, V: float, G: float) -> float:
+    """The Chiang-style fixed step ``D / (k sqrt(V + G^2))`` for a variation budget V."""
+    return domain.diameter / (domain.direction_dim * np.sqrt(V + G**2))
+
+
+def _dimension(ctx: RunContext, T: int, n: int, n_val: int, dims) -> tuple[list, dict]:
     rows, out = [], {}
     for d in ctx.progress(dims, "dimensions"):
         dom = Ball(d, 1.0)
         losses, u, V = _quadratic_walk(7 + d, n, d, T, step=0.002)
         G = 1.5  # ||A^T A (x - c)|| <= 1 * 1.5
-        ours = play(TwoPointOptimisticBCO(dom, 0.05, lipschitz=G, n_runs=n, seed=2), losses, T, u)
-        # Chiang tuning with the oracle variation budget (the mean V_T of these runs).
+
+        def make(seed, s, d=d):
+            return _quadratic_walk(7 + d + seed, s, d, T, step=0.002)[:2]
+
+        scale = _tuned_scale(make, dom, 0.05, G, T, n_val, 0)
+        ours = play(
+            TwoPointOptimisticBCO(dom, 0.05, lipschitz=G, step_scale=scale, n_runs=n, seed=2),
+            losses,
+            T,
+            u,
+        )
+
+        # Chiang tuning with the oracle variation budget (the mean V_T of the runs it
+        # plays), times a multiple chosen on validation seeds from a grid of the same size.
+        val_V = float(_quadratic_walk(7 + d + VALIDATION_OFFSET, 1, d, T, step=0.002)[2][0])
+        val_step = _chiang_step(dom, val_V, G)
+
+        def build_chiang(values, s, sd, dom=dom, step=val_step):
+            return TwoPointOptimisticBCO(
+                dom, 0.05, step_size=values * step, optimistic=True, n_runs=s, seed=sd
+            )
+
+        mult = _tune(make, build_chiang, SCALE_GRID, T, n_val, 0)
         ch = TwoPointOptimisticBCO(
-            dom, 0.05, "chiang", lipschitz=G, variation_budget=float(V.mean()), n_runs=n, seed=2
+            dom, 0.05, step_size=mult * _chiang_step(dom, float(V.mean()), G), n_runs=n, seed=2
         )
         chiang = play(ch, losses, T, u)
         floor = play(_Const(dom, n), losses, T, u)
         out[d] = {"V": V, "ours": ours.regret, "chiang": chiang.regret, "floor": floor.regret}
         for name, r in (
-            ("ours (adaptive)", ours),
-            ("Chiang tuning", chiang),
+            (f"ours (adaptive, s={scale:g})", ours),
+            (f"Chiang tuning (x{mult:g})", chiang),
             ("centre (floor)", floor),
         ):
             norm = r.regret / np.sqrt(V + 1.0)
@@ -197,28 +256,47 @@ def _dimension(ctx: RunContext, T: int, n: int, dims) -> tuple[list, dict]:
 
 
 # -------------------------------------------------------------- 3. strongly convex
-def _strongly_convex(ctx: RunContext, Ts, n: int, d: int = 10, lam: float = 0.1):
+def _strongly_convex(ctx: RunContext, Ts, n: int, n_val: int, d: int = 10, lam: float = 0.1):
     dom = Ball(d, 1.0)
+    G = 1.5 * lam / 0.25
     rows, out = [], {}
+
+    def make_at(T):
+        def make(seed, s):
+            f0, u, _ = _quadratic_walk(99 + seed, s, d, T, step=0.001)
+
+            def losses(t, x):
+                return lam * f0(t, x) / 0.25  # A^T A >= 0.25 I, so f_t is lam-strongly convex
+
+            return losses, u
+
+        return make
+
+    # One scale per step rule, chosen at the shortest horizon on validation seeds and
+    # kept for every horizon (the claim compares horizons).
+    s_sc = _tuned_scale(make_at(min(Ts)), dom, 0.05, G, min(Ts), n_val, 0, strong_convexity=lam)
+    s_ad = _tuned_scale(make_at(min(Ts)), dom, 0.05, G, min(Ts), n_val, 0)
     for T in ctx.progress(Ts, "horizons"):
-        losses0, u, _ = _quadratic_walk(99, n, d, T, step=0.001)
-
-        def losses(t, x, f=losses0):
-            return lam * f(t, x) / 0.25  # A^T A >= 0.25 I, so f_t is lam-strongly convex
-
-        G = 1.5 * lam / 0.25
+        losses, u = make_at(T)(0, n)
         sc = play(
-            TwoPointOptimisticBCO(dom, 0.05, strong_convexity=lam, lipschitz=G, n_runs=n, seed=3),
+            TwoPointOptimisticBCO(
+                dom, 0.05, strong_convexity=lam, lipschitz=G, step_scale=s_sc, n_runs=n, seed=3
+            ),
             losses,
             T,
             u,
         )
-        ad = play(TwoPointOptimisticBCO(dom, 0.05, lipschitz=G, n_runs=n, seed=3), losses, T, u)
+        ad = play(
+            TwoPointOptimisticBCO(dom, 0.05, lipschitz=G, step_scale=s_ad, n_runs=n, seed=3),
+            losses,
+            T,
+            u,
+        )
         floor = play(_Const(dom, n), losses, T, u)
         out[T] = {"sc": sc.regret, "adaptive": ad.regret, "floor": floor.regret}
         for name, r in (
-            ("ours, 1/(lambda t)", sc),
-            ("ours, adaptive (no lambda)", ad),
+            (f"ours, 1/(lambda t) (s={s_sc:g})", sc),
+            (f"ours, adaptive, no lambda (s={s_ad:g})", ad),
             ("centre (floor)", floor),
         ):
             rows.append(
@@ -346,18 +424,23 @@ def _portfolio(ctx: RunContext, n: int, n_val: int):
             return losses, None
 
         mult = _tuned_bgd_mult(make, dom, delta, G, T, n_val, 0)
-        ours = play(TwoPointOptimisticBCO(dom, delta, lipschitz=G, n_runs=n, seed=4), losses, T)
+        scale = _tuned_scale(make, dom, delta, G, T, n_val, 0)
+        ours = play(
+            TwoPointOptimisticBCO(dom, delta, lipschitz=G, step_scale=scale, n_runs=n, seed=4),
+            losses,
+            T,
+        )
         bgd = play(_bgd(dom, delta, G, T, n, 4, mult), losses, T)
         floor = play(_Const(dom, n), losses, T)
         full = _FullInfoOptimisticOGD(dom, grad, G).play(T, losses)
         wealth = {
-            "ours (adaptive, two-point)": -ours.losses.sum(1),
+            f"ours (adaptive, two-point, s={scale:g})": -ours.losses.sum(1),
             f"BGD two-point (x{mult:g})": -bgd.losses.sum(1),
             "uniform (floor)": -floor.losses.sum(1),
             "optimistic OGD (full information)": np.full(n, -full.sum()),
         }
         out[name] = {
-            "ours": wealth["ours (adaptive, two-point)"],
+            "ours": -ours.losses.sum(1),
             "bgd": -bgd.losses.sum(1),
             "full": float(-full.sum()),
         }
@@ -434,7 +517,7 @@ def run(ctx: RunContext) -> Result:
     )
 
     # 2. dimension
-    rows, b = _dimension(ctx, T, n, dims)
+    rows, b = _dimension(ctx, T, n, n_val, dims)
     t2 = Table("2. quadratic random walk: regret / sqrt(V_T + 1) against d", list(rows[0]))
     for r in rows:
         t2.add_row(**r)
@@ -486,7 +569,7 @@ def run(ctx: RunContext) -> Result:
         )
     # 3. strongly convex
     Ts = (T // 10, T)
-    rows, c = _strongly_convex(ctx, Ts, n)
+    rows, c = _strongly_convex(ctx, Ts, n, n_val)
     t3 = Table("3. strongly convex (lambda = 0.1) quadratic walk, d = 10", list(rows[0]))
     for r in rows:
         t3.add_row(**r)

@@ -15,7 +15,8 @@ Step sizes (``step_size``):
 
 - ``"adaptive"`` (ours): ``eta_t = D / sqrt(c + sum_{s<t} ||g_s - m_s||^2)``, with D the
   diameter and ``c = (k G)^2`` (G the Lipschitz constant, so that ``k G`` bounds every
-  ``||g_t||``: the first step is the worst-case step ``D / (k G)``). It needs no
+  ``||g_t||``: the first step is the worst-case step ``D / (k G)``); ``step_scale = s``
+  uses ``c = (k G / s)^2``, a first step ``s`` times that. It needs no
   knowledge of the variation V_T. For every run and every u in the shrunk set the linearized regret
   obeys the deterministic bound
   ``sum_t <g_t, x_t - u> <= D sqrt(c + S_T) (1/2 + 2 sqrt(1 + a_max / c))``, with
@@ -60,6 +61,9 @@ class TwoPointOptimisticBCO:
             adaptive step (and the ``"chiang"`` step). None: ``c`` is set from the first
             round's estimate (``||g_1||^2``).
         variation_budget: The known V for ``"chiang"`` (required there, unused elsewhere).
+        step_scale: s > 0, or an array (n_runs,) of one value per run (a sweep in one
+            call): divides ``sqrt(c)`` by s, so the adaptive (and the strongly convex)
+            step starts at s times ``D / (k G)``. Default 1.
         optimistic: Use the hint (``False`` gives plain two-point bandit gradient
             descent, Agarwal et al. 2010, when combined with a fixed step).
         n_runs: Number of independent runs stepped together (vectorized); None for a
@@ -92,6 +96,7 @@ class TwoPointOptimisticBCO:
         *,
         lipschitz: float | None = None,
         variation_budget: float | None = None,
+        step_scale: float | np.ndarray = 1.0,
         optimistic: bool = True,
         n_runs: int | None = None,
         x0: np.ndarray | None = None,
@@ -148,7 +153,20 @@ class TwoPointOptimisticBCO:
         self.k = domain.direction_dim
         self.t = 0  # rounds completed
         self.S = np.zeros(s)  # sum ||g_s - m_s||^2 per run
-        self._c = None if self.lipschitz is None else (self.k * self.lipschitz) ** 2
+        if np.ndim(step_scale) == 0:
+            scale = np.full(s, check_float("step_scale", step_scale, low=0.0, low_inclusive=False))
+        else:
+            scale = np.asarray(step_scale, dtype=np.float64)
+            if scale.shape != (s,) or not np.all(np.isfinite(scale) & (scale > 0)):
+                raise ValueError(
+                    f"step_scale as an array must hold {s} finite values > 0 (one per run), "
+                    f"got shape {scale.shape}"
+                )
+            scale = scale.copy()
+        self.step_scale = scale  # (s,)
+        self._c: np.ndarray | None = (
+            None if self.lipschitz is None else (self.k * self.lipschitz / scale) ** 2
+        )
         self.a_max = np.zeros(s)  # max ||g_s - m_s||^2 per run
 
     # ---------------------------------------------------------------- step sizes
@@ -157,7 +175,8 @@ class TwoPointOptimisticBCO:
         D = self.domain.diameter
         if self.strong_convexity > 0:
             c0 = np.sqrt(self._c) / D if self._c is not None else np.inf
-            return np.full(self.S.shape, 1.0 / (self.strong_convexity * (self.t + 1) + c0))
+            eta = 1.0 / (self.strong_convexity * (self.t + 1) + c0)
+            return np.broadcast_to(eta, self.S.shape).astype(np.float64)
         if isinstance(self.step_size, str) and self.step_size == "adaptive":
             c = self._c if self._c is not None else np.inf  # before the first tell: no move
             return D / np.sqrt(c + self.S)
@@ -226,9 +245,9 @@ class TwoPointOptimisticBCO:
         self.S = self.S + a
         self.a_max = np.maximum(self.a_max, a)
         if self._c is None:
-            self._c = float(np.max(np.sum(g**2, axis=-1)))
-            if self._c == 0.0:  # exact comparison: a zero first estimate; keep the scale positive
-                self._c = 1e-12
+            first = float(np.max(np.sum(g**2, axis=-1)))
+            # a zero first estimate: keep the scale positive
+            self._c = max(first, 1e-12) / self.step_scale**2
         self._xhat = self.domain.project(self._xhat - eta * g, self._shrink)
         if hint is None:
             self._hint = g
