@@ -16,7 +16,6 @@ float64 arrays of the same length.
 from __future__ import annotations
 
 import numpy as np
-
 from icml26_core.validation import check_float
 
 __all__ = ["centred_ranks", "es_gradient", "gibbs_weights", "soft_min"]

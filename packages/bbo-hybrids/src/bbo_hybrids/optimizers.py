@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from icml26_core.validation import check_choice, check_float, check_int
 
 from .aggregation import centred_ranks, gibbs_weights
@@ -236,7 +235,9 @@ class PopulationOptimizer:
         if state.get("type") != type(self).__name__:
             raise ValueError(f"state is for {state.get('type')!r}, not {type(self).__name__!r}")
         if np.asarray(state["best_x"]).shape != (self.dim,):
-            raise ValueError(f"state has dimension {np.asarray(state['best_x']).shape}, not {self.dim}")
+            raise ValueError(
+                f"state has dimension {np.asarray(state['best_x']).shape}, not {self.dim}"
+            )
         for k in self._state_keys:
             cur = getattr(self, k)
             val = np.array(state[k], dtype=np.float64, copy=True)
@@ -301,6 +302,7 @@ class _Gaussian(PopulationOptimizer):
 
     @property
     def mean(self) -> np.ndarray:
+        """The Gaussian's mean ``m``, shape ``(d,)``."""
         return self.m.copy()
 
     def _sample(self) -> np.ndarray:
@@ -352,6 +354,7 @@ class ES(_Gaussian):
         self.shaping = check_choice("shaping", shaping, ("rank", "standardize"))
 
     def utilities(self, fitness: Any) -> np.ndarray:
+        """Rank (or standardized) utilities, shape ``(n,)``, summing to 0."""
         f = np.asarray(fitness, dtype=np.float64)
         if self.shaping == "rank":
             c = centred_ranks(f)
@@ -399,6 +402,7 @@ class OVI(_Gaussian):
         self.standardize = bool(standardize)
 
     def utilities(self, fitness: Any) -> np.ndarray:
+        """``gibbs_weights(f, beta) - 1/n``, shape ``(n,)``."""
         w = gibbs_weights(fitness, self.beta, standardize=self.standardize)
         return w - 1.0 / w.size
 
@@ -438,11 +442,18 @@ class ESOVI(OVI):
     ) -> None:
         beta = check_float("beta", beta, low=0.0, low_inclusive=False)
         super().__init__(
-            x0, sigma, popsize, beta=beta, eta=eta, eta_sigma=eta_sigma, standardize=True,
+            x0,
+            sigma,
+            popsize,
+            beta=beta,
+            eta=eta,
+            eta_sigma=eta_sigma,
+            standardize=True,
             seed=seed,
         )
 
     def utilities(self, fitness: Any) -> np.ndarray:
+        """``(gibbs_weights(f, beta) - 1/n) (1 + beta) / beta``, shape ``(n,)``."""
         return super().utilities(fitness) * (1.0 + self.beta) / self.beta
 
 
@@ -495,6 +506,7 @@ class CBO(PopulationOptimizer):
 
     @property
     def mean(self) -> np.ndarray:
+        """The last consensus point ``v``, shape ``(d,)``."""
         return self.v.copy()
 
     def consensus(self, X: np.ndarray, fitness: Any) -> np.ndarray:
@@ -587,6 +599,7 @@ class CBOOVI(PopulationOptimizer):
 
     @property
     def mean(self) -> np.ndarray:
+        """The mean of the Gaussian with the lowest Gibbs-weighted fitness, shape ``(d,)``."""
         i = int(np.argmin(self.F)) if np.isfinite(self.F).any() else 0
         return self.M[i].copy()
 
