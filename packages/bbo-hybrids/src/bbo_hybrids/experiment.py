@@ -160,9 +160,7 @@ def _bbob(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
     instances = ctx.pick(smoke=(1,), default=(1, 2))
     seeds = ctx.pick(smoke=(0, 1), default=(0, 1, 2))
     per_d = ctx.pick(smoke=100, default=300)
-    methods = ctx.pick(
-        smoke=(*OURS, "cma CMA-ES", FLOOR_NAME), default=(*OURS, *PEERS, FLOOR_NAME)
-    )
+    methods = ctx.pick(smoke=(*OURS, "cma CMA-ES", FLOOR_NAME), default=(*OURS, *PEERS, FLOOR_NAME))
     tune_d = min(dims)
     chosen: dict[str, dict[str, float]] = {}
     for m in ctx.progress(OURS, f"tuning on validation instances (d = {tune_d})"):
