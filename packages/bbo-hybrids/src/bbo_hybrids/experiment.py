@@ -314,7 +314,7 @@ def _locomotion(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, An
     jobs = [(b, s) for s in seeds for b in BETAS]
     for beta, seed in ctx.progress(jobs, "Swimmer (beta, seed)"):
         opt = ESOVI(zero, 0.5, popsize, beta=beta, seed=seed)
-        counter = iter(range(1_000_000 * (seed + 1), 1_000_000 * (seed + 2)))
+        counter = iter(range(1_000_000 * (seed + 1) + 1, 1_000_000 * (seed + 2)))
 
         def fitness(theta: np.ndarray, _episodes: Any = counter) -> float:
             return -sim.episode(theta, next(_episodes))
