@@ -159,7 +159,7 @@ def _bbob(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
     funcs = ctx.pick(smoke=(1, 15), default=FUNCTIONS)
     instances = ctx.pick(smoke=(1,), default=(1, 2))
     seeds = ctx.pick(smoke=(0, 1), default=(0, 1, 2))
-    per_d = ctx.pick(smoke=100, default=300)
+    per_d = ctx.pick(smoke=60, default=300)
     methods = ctx.pick(smoke=(*OURS, "cma CMA-ES", FLOOR_NAME), default=(*OURS, *PEERS, FLOOR_NAME))
     tune_d = min(dims)
     chosen: dict[str, dict[str, float]] = {}
@@ -300,8 +300,8 @@ class _Swimmer:
 def _locomotion(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
     from scipy.stats import spearmanr
 
-    horizon = ctx.pick(smoke=30, default=100, full=1000)
-    gens = ctx.pick(smoke=3, default=25, full=300)
+    horizon = ctx.pick(smoke=20, default=100, full=1000)
+    gens = ctx.pick(smoke=2, default=25, full=300)
     popsize = 8
     seeds = ctx.pick(smoke=(0, 1), default=(0, 1, 2, 3, 4), full=tuple(range(10)))
     draws = ctx.pick(smoke=3, default=10, full=20)
