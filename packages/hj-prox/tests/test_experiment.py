@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
-from icml26_core.testing import check_experiment
-
 from hj_prox.experiment import _PairTV, _prox_logsum_exact
+from icml26_core.testing import check_experiment
 
 
 @pytest.mark.slow

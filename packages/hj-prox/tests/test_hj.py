@@ -1,6 +1,7 @@
+import itertools
+
 import numpy as np
 import pytest
-
 from hj_prox import HJProx, Schedule, hj_prox, moreau_envelope, prox_l1
 
 
@@ -37,7 +38,7 @@ def test_l1_prox_approaches_soft_threshold_as_delta_shrinks_and_n_grows():
         return np.abs(hj_prox(l1, x, t, delta=dl, n_samples=n, rng=0) - exact).max()
 
     e = [err(dl, 20000) for dl in (1.0, 0.3, 0.1, 0.03)]
-    assert all(a > b for a, b in zip(e, e[1:], strict=False))
+    assert all(a > b for a, b in itertools.pairwise(e))
     assert e[-1] < 0.07
     assert err(0.01, 20000) < 0.8 * err(0.01, 1000)
 
@@ -181,7 +182,7 @@ def test_torch_backend_matches_numpy_statistically():
     a = hj_prox(quad, x, 0.5, 0.5, 100, rng=g)
     b = hj_prox(quad, x, 0.5, 0.5, 100, rng=torch.Generator().manual_seed(1))
     torch.testing.assert_close(a, b)
-    u, grad = moreau_envelope(quad, x, 1.0, 1.0, 50000, rng=0, return_grad=True)
+    _, grad = moreau_envelope(quad, x, 1.0, 1.0, 50000, rng=0, return_grad=True)
     torch.testing.assert_close(grad, x / 2, atol=0.03, rtol=0)
     pr = HJProx(quad, delta=0.5, n_samples=100, rng=0)
     assert pr(x, 0.5).shape == x.shape

@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from hj_prox import (
     HJProx,
     Schedule,
@@ -48,14 +47,15 @@ def _pieces(A, b, lam):
 def test_proximal_gradient_reaches_cvxpy(lasso, accelerated):
     A, b, lam, L, xs = lasso
     grad, pl1, _ = _pieces(A, b, lam)
-    r = proximal_gradient(grad, pl1, np.zeros(8), 1 / L, accelerated=accelerated,
-                          max_iter=5000, tol=1e-13)
+    r = proximal_gradient(
+        grad, pl1, np.zeros(8), 1 / L, accelerated=accelerated, max_iter=5000, tol=1e-13
+    )
     np.testing.assert_allclose(r.x, xs, atol=1e-6)
     assert r.n_fevals == 0 and r.history["residual"].size == r.n_iter
 
 
 def test_douglas_rachford_reaches_cvxpy_and_fixed_point_is_optimal(lasso):
-    A, b, lam, L, xs = lasso
+    A, b, lam, _, xs = lasso
     grad, pl1, pq = _pieces(A, b, lam)
     t = 1.0
     r = douglas_rachford(pq, pl1, np.zeros(8), t, max_iter=5000, tol=1e-14)
@@ -81,8 +81,14 @@ def test_pdhg_reaches_cvxpy_and_satisfies_kkt():
     cp.Problem(cp.Minimize(0.5 * cp.sum_squares(x - b) + lam * cp.norm1(D @ x))).solve(
         solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
     )
-    r = pdhg(lambda v, t: (v + t * b) / (1 + t), lambda v, t: prox_l1(v, t, lam=lam), D,
-             np.zeros(30), max_iter=20000, tol=1e-13)
+    r = pdhg(
+        lambda v, t: (v + t * b) / (1 + t),
+        lambda v, t: prox_l1(v, t, lam=lam),
+        D,
+        np.zeros(30),
+        max_iter=20000,
+        tol=1e-13,
+    )
     np.testing.assert_allclose(r.x, x.value, atol=1e-6)
     y = r.state["y"]
     # KKT: x - b + D'y = 0, |y| <= lam, y = lam sign(Dx) where Dx != 0
@@ -100,9 +106,9 @@ def test_davis_yin_reaches_cvxpy(lasso):
     import cvxpy as cp
 
     x = cp.Variable(8)
-    cp.Problem(cp.Minimize(cp.sum_squares(A @ x - b) / (2 * n) + lam * cp.norm1(x)),
-               [x >= 0]).solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12,
-                               tol_feas=1e-12)
+    cp.Problem(
+        cp.Minimize(cp.sum_squares(A @ x - b) / (2 * n) + lam * cp.norm1(x)), [x >= 0]
+    ).solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
     r = davis_yin(pl1, prox_nonneg, grad, np.zeros(8), 1 / L, max_iter=5000, tol=1e-14)
     np.testing.assert_allclose(r.x, x.value, atol=1e-6)
     assert np.all(r.x >= 0)
@@ -112,14 +118,17 @@ def test_proximal_point_exact_and_hj_with_schedule():
     # f = ||x - c||^2 / 2: PPM contracts by 1/(1+t) towards c
     c = np.array([1.0, -2.0, 0.5])
     fq = lambda y: 0.5 * ((y - c) ** 2).sum(-1)  # noqa: E731
-    r = proximal_point(lambda v, t: (v + t * c) / (1 + t), np.zeros(3), t=1.0, tol=1e-12,
-                       max_iter=200)
+    r = proximal_point(
+        lambda v, t: (v + t * c) / (1 + t), np.zeros(3), t=1.0, tol=1e-12, max_iter=200
+    )
     np.testing.assert_allclose(r.x, c, atol=1e-10)
-    fixed = proximal_point(HJProx(fq, delta=0.5, n_samples=200, rng=0), np.zeros(3), t=1.0,
-                           max_iter=60, tol=0.0)
+    fixed = proximal_point(
+        HJProx(fq, delta=0.5, n_samples=200, rng=0), np.zeros(3), t=1.0, max_iter=60, tol=0.0
+    )
     sched = Schedule(n0=200, growth=1.15, n_max=200_000, delta0=0.5, decay=0.85)
-    grown = proximal_point(HJProx(fq, schedule=sched, rng=0), np.zeros(3), t=1.0,
-                           max_iter=60, tol=0.0)
+    grown = proximal_point(
+        HJProx(fq, schedule=sched, rng=0), np.zeros(3), t=1.0, max_iter=60, tol=0.0
+    )
     e_fixed, e_grown = np.linalg.norm(fixed.x - c), np.linalg.norm(grown.x - c)
     assert e_grown < 0.2 * e_fixed  # summable errors: the noise floor goes away
     assert grown.n_fevals > fixed.n_fevals
@@ -137,13 +146,15 @@ def test_hj_plugs_into_proximal_gradient(lasso):
 
 def test_exact_prox_helpers():
     np.testing.assert_allclose(prox_l1(np.array([1.0, -0.2]), 0.5), [0.5, 0.0])
-    np.testing.assert_allclose(prox_l2(np.array([[3.0, 4.0], [0.1, 0.0]]), 1.0),
-                               [[2.4, 3.2], [0.0, 0.0]])
+    np.testing.assert_allclose(
+        prox_l2(np.array([[3.0, 4.0], [0.1, 0.0]]), 1.0), [[2.4, 3.2], [0.0, 0.0]]
+    )
     np.testing.assert_allclose(prox_box(np.array([-3.0, 3.0]), 1.0, -1.0, 2.0), [-1.0, 2.0])
     np.testing.assert_allclose(prox_nonneg(np.array([-3.0, 3.0]), 1.0), [0.0, 3.0])
     np.testing.assert_allclose(
         prox_group_l2(np.array([3.0, 4.0, 1.0]), 1.0, np.array([0, 0, 1]), lam=1.0),
-        [3.0 * (1 - np.sqrt(2) / 5), 4.0 * (1 - np.sqrt(2) / 5), 0.0])
+        [3.0 * (1 - np.sqrt(2) / 5), 4.0 * (1 - np.sqrt(2) / 5), 0.0],
+    )
     # prox_quadratic solves its optimality condition
     rng = np.random.default_rng(0)
     A, b, v = rng.standard_normal((7, 3)), rng.standard_normal(7), rng.standard_normal(3)

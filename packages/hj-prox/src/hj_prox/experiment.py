@@ -11,10 +11,11 @@ Tasks (all standardized; thresholds are the issue's, fixed before any run):
   ``lam sqrt(|g|)``, ``lam = 0.1 lam_max``; PGD and FISTA as above, HJ in d = 51.
 - **1-D total variation** ``||x - b||^2 / 2 + lam ||D x||_1`` of the z-scored
   statsmodels series nile (100) and sunspots (309) (co2, 2284 points, at full scale),
-  ``lam = 0.02 lam_max``, prox time t = 0.25: PDHG (``K = D``, dual prox through Moreau's identity, HJ
-  coordinate-wise on ``lam |.|``) and DRS on the odd/even split (``f = ||x - b||^2/2 +``
-  even differences, ``g =`` odd differences; each a sum over disjoint pairs, HJ in 2-D
-  batched over the pairs; the quadratic part stays exact), N = 100.
+  ``lam = 0.02 lam_max``, prox time t = 0.25: PDHG (``K = D``, dual prox through
+  Moreau's identity, HJ coordinate-wise on ``lam |.|``) and DRS on the odd/even split
+  (``f = ||x - b||^2/2 +`` even differences, ``g =`` odd differences; each a sum over
+  disjoint pairs, HJ in 2-D batched over the pairs; the quadratic part stays exact),
+  N = 100.
 - **Non-proximable composite**: ``||Ax - b||^2 / (2n) + lam sum_i log(1 + |x_i| / eps)``
   with ``x >= 0`` (eps = 0.1; three lam levels on each of the three regression sets):
   Davis-Yin with the HJ-Prox of the log-sum penalty (d-dimensional, N = 300), the
@@ -83,9 +84,7 @@ def _lasso(name: str, frac: float = 0.1) -> _Problem:
 def _group_lasso(frac: float = 0.1) -> _Problem:
     A, b, groups = load_car_groups()
     n = len(b)
-    lam = frac * max(
-        float(np.linalg.norm(A[:, g].T @ b)) / (n * np.sqrt(len(g))) for g in groups
-    )
+    lam = frac * max(float(np.linalg.norm(A[:, g].T @ b)) / (n * np.sqrt(len(g))) for g in groups)
     L = float(np.linalg.eigvalsh(A.T @ A / n).max())
     return _Problem("car (group)", "group", A=A, b=b, lam=lam, L=L, groups=groups)
 
@@ -126,7 +125,7 @@ def _objective(p: _Problem) -> Callable[[np.ndarray], float]:
 
 
 def _reference(p: _Problem) -> tuple[np.ndarray, float]:
-    """cvxpy + CLARABEL at tight tolerances."""
+    """Cvxpy + CLARABEL at tight tolerances."""
     import cvxpy as cp
 
     if p.kind == "tv":
@@ -173,8 +172,10 @@ def _logsum_fn(lam: float, eps: float = LOGSUM_EPS) -> Callable[[np.ndarray], np
 
 
 class _PairTV:
-    """``prox`` of ``lam sum_{pairs} |x_i - x_{i+1}|`` over disjoint pairs, plus an
-    optional ``||x - b||^2 / 2``; the pair part exact or through a 2-D prox (HJ)."""
+    """``prox`` of ``lam sum_{pairs} |x_i - x_{i+1}|`` over disjoint pairs.
+
+    Plus an optional ``||x - b||^2 / 2``; the pair part exact or through a 2-D prox (HJ).
+    """
 
     def __init__(self, n: int, start: int, lam: float, b: np.ndarray | None, pair_prox: Any):
         self.i = np.arange(start, n - 1, 2)
@@ -236,11 +237,25 @@ def _solve(p: _Problem, method: str, delta: float | None, seed: int, sizes: dict
         if delta is None:
             pg = lambda v, t: prox_l1(v, t, lam=p.lam)  # noqa: E731
         else:
-            pg = HJProx(lambda y: p.lam * np.abs(y[..., 0]), delta=delta, n_samples=n_s,
-                        rng=seed, separable=True)
+            pg = HJProx(
+                lambda y: p.lam * np.abs(y[..., 0]),
+                delta=delta,
+                n_samples=n_s,
+                rng=seed,
+                separable=True,
+            )
         pf = lambda v, t: (v + t * p.b) / (1.0 + t)  # noqa: E731
-        return pdhg(pf, pg, p.D, np.zeros(p.n), tau=TV_TAU, sigma=1.0 / TV_T,
-                    max_iter=sizes["iters_tv"], tol=0.0, objective=obj)
+        return pdhg(
+            pf,
+            pg,
+            p.D,
+            np.zeros(p.n),
+            tau=TV_TAU,
+            sigma=1.0 / TV_T,
+            max_iter=sizes["iters_tv"],
+            tol=0.0,
+            objective=obj,
+        )
     if delta is None:
         pe, po = None, None
     else:
@@ -248,8 +263,9 @@ def _solve(p: _Problem, method: str, delta: float | None, seed: int, sizes: dict
         po = HJProx(_pair_fn(p.lam), delta=delta, n_samples=n_s, rng=seed + 7_919)
     f_even = _PairTV(p.n, 0, p.lam, p.b, pe)
     g_odd = _PairTV(p.n, 1, p.lam, None, po)
-    return douglas_rachford(f_even, g_odd, np.zeros(p.n), t=TV_T, max_iter=sizes["iters_tv"],
-                            tol=0.0, objective=obj)
+    return douglas_rachford(
+        f_even, g_odd, np.zeros(p.n), t=TV_T, max_iter=sizes["iters_tv"], tol=0.0, objective=obj
+    )
 
 
 def _support(x: np.ndarray, p: _Problem, ref: np.ndarray) -> np.ndarray:
@@ -290,12 +306,26 @@ def _convex(ctx: RunContext, sizes: dict) -> list[dict[str, Any]]:
                     seed = ctx.seed + 100_003 * s + 1009 * di + 17 * methods.index(m)
                     t0 = time.perf_counter()
                     runs[(m, dl)].append((_solve(p, m, dl, seed, sizes), time.perf_counter() - t0))
-        fstar = min(fr, *(r.history["objective"].min() for (_, d), rs in runs.items()
-                          if d is None for r, _ in rs))
+        fstar = min(
+            fr,
+            *(
+                r.history["objective"].min()
+                for (_, d), rs in runs.items()
+                if d is None
+                for r, _ in rs
+            ),
+        )
         s_ref = _support(xr, p, xr)
         obj = _objective(p)
-        row: dict[str, Any] = {"task": p.name, "kind": p.kind, "F*": fstar, "F_clarabel": fr,
-                               "time_clarabel": t_ref, "lam": p.lam, "runs": {}}
+        row: dict[str, Any] = {
+            "task": p.name,
+            "kind": p.kind,
+            "F*": fstar,
+            "F_clarabel": fr,
+            "time_clarabel": t_ref,
+            "lam": p.lam,
+            "runs": {},
+        }
         floor = np.zeros_like(xr) if p.kind != "tv" else p.b.copy()
         row["floor_gap"] = (obj(floor) - fstar) / abs(fstar)
         row["floor_f1"] = _f1(_support(floor, p, xr), s_ref)
@@ -372,8 +402,7 @@ def _nonprox(ctx: RunContext, sizes: dict) -> dict[str, Any]:
     best_a0, best_val = SUBGRAD_GRID[0], np.inf
     for a0 in SUBGRAD_GRID:
         v = sum(
-            _subgradient(A, b, lam_of(A, b, val_frac), np.zeros(A.shape[1]), a0,
-                         sizes["val_iters"])
+            _subgradient(A, b, lam_of(A, b, val_frac), np.zeros(A.shape[1]), a0, sizes["val_iters"])
             for _, A, b in sets
         )
         if v < best_val:
@@ -388,28 +417,46 @@ def _nonprox(ctx: RunContext, sizes: dict) -> dict[str, Any]:
         grad = lambda x, AtA=AtA, Atb=Atb: AtA @ x - Atb  # noqa: E731
         hj_obj, hj_t, hj_fe = [], [], []
         for s in range(sizes["n_seeds"]):
-            pr = HJProx(_logsum_fn(lam), delta=sizes["delta_dys"], n_samples=n_s,
-                        rng=ctx.seed + 31 * s + 7)
+            pr = HJProx(
+                _logsum_fn(lam), delta=sizes["delta_dys"], n_samples=n_s, rng=ctx.seed + 31 * s + 7
+            )
             t0 = time.perf_counter()
-            r = davis_yin(pr, prox_nonneg, grad, np.zeros(A.shape[1]), 1.0 / L,
-                          max_iter=iters, tol=0.0)
+            r = davis_yin(
+                pr, prox_nonneg, grad, np.zeros(A.shape[1]), 1.0 / L, max_iter=iters, tol=0.0
+            )
             hj_t.append(time.perf_counter() - t0)
             hj_obj.append(f(r.x))
             hj_fe.append(r.n_fevals)
         t0 = time.perf_counter()
-        ex = davis_yin(_prox_logsum_exact(lam), prox_nonneg, grad, np.zeros(A.shape[1]), 1.0 / L,
-                       max_iter=iters, tol=0.0)
+        ex = davis_yin(
+            _prox_logsum_exact(lam),
+            prox_nonneg,
+            grad,
+            np.zeros(A.shape[1]),
+            1.0 / L,
+            max_iter=iters,
+            tol=0.0,
+        )
         t_ex = time.perf_counter() - t0
         t0 = time.perf_counter()
         sg = _subgradient(A, b, lam, np.zeros(A.shape[1]), best_a0, sub_iters)
         t_sg = time.perf_counter() - t0
-        items.append({
-            "data": nm, "lam/lam_max": fr, "lam": lam,
-            "HJ-DYS": hj_obj, "HJ-DYS time": hj_t, "HJ-DYS fevals": hj_fe,
-            "exact DYS": f(ex.x), "exact DYS time": t_ex,
-            "subgradient": sg, "subgradient time": t_sg, "subgradient fevals": sub_iters,
-            "floor": f(np.zeros(A.shape[1])),
-        })
+        items.append(
+            {
+                "data": nm,
+                "lam/lam_max": fr,
+                "lam": lam,
+                "HJ-DYS": hj_obj,
+                "HJ-DYS time": hj_t,
+                "HJ-DYS fevals": hj_fe,
+                "exact DYS": f(ex.x),
+                "exact DYS time": t_ex,
+                "subgradient": sg,
+                "subgradient time": t_sg,
+                "subgradient fevals": sub_iters,
+                "floor": f(np.zeros(A.shape[1])),
+            }
+        )
     return {"items": items, "a0": best_a0, "budget": budget}
 
 
@@ -418,8 +465,11 @@ def _nonprox(ctx: RunContext, sizes: dict) -> dict[str, Any]:
 
 def _band(gaps: list[float], high: float, what: str) -> Any:
     return bootstrap_band(
-        [np.asarray(gaps, dtype=float)], lambda x, axis=-1: np.mean(x, axis=axis),
-        high=high, effect_name=what, test="BCa bootstrap of the mean over seeds",
+        [np.asarray(gaps, dtype=float)],
+        lambda x, axis=-1: np.mean(x, axis=axis),
+        high=high,
+        effect_name=what,
+        test="BCa bootstrap of the mean over seeds",
     )
 
 
@@ -427,14 +477,17 @@ def run(ctx: RunContext) -> Result:
     """Measure every task at ``ctx.scale`` and decide the claims with the core's builders."""
     sizes = {
         "n_seeds": ctx.pick(smoke=3, default=5, full=10),
-        "lasso_sets": ctx.pick(smoke=("diabetes",), default=("diabetes", "breast_cancer", "star98")),
+        "lasso_sets": ctx.pick(
+            smoke=("diabetes",), default=("diabetes", "breast_cancer", "star98")
+        ),
         "group": ctx.scale != "smoke",
         "n_lasso": ctx.pick(smoke=200, default=1000, full=1000),
         "iters_lasso": ctx.pick(smoke=100, default=500, full=1000),
         "n_tv": ctx.pick(smoke=30, default=100, full=1000),
         "iters_tv": ctx.pick(smoke=100, default=500, full=2000),
-        "series": ctx.pick(smoke=("nile",), default=("nile", "sunspots"),
-                           full=("nile", "sunspots", "co2")),
+        "series": ctx.pick(
+            smoke=("nile",), default=("nile", "sunspots"), full=("nile", "sunspots", "co2")
+        ),
         "iters_dys": ctx.pick(smoke=50, default=300, full=1000),
         "n_dys": ctx.pick(smoke=50, default=300, full=1000),
         "delta_dys": 0.01,
@@ -451,47 +504,81 @@ def _report(conv: list[dict], npx: dict, sizes: dict) -> Result:
     t1 = Table(
         f"Convex tasks: relative objective gap (F - F*) / |F*| after the iteration budget "
         f"(mean over {sizes['n_seeds']} seeds for HJ)",
-        ["task", "method", "prox", "rel. gap", "max gap", "support F1", "f-evals", "time (s)",
-         "n"],
+        ["task", "method", "prox", "rel. gap", "max gap", "support F1", "f-evals", "time (s)", "n"],
         note="F* = min(CLARABEL, exact-prox runs); support after thresholding at "
         f"{SUPPORT_TOL:g} max|x*| (coefficients, groups, or TV jumps); f-evals = evaluations "
         "of the penalty by HJ-Prox (points x samples); floor: x = 0 (x = b for TV)",
     )
     for row in conv:
-        t1.add_row(task=row["task"], method="floor", prox="-", **{
-            "rel. gap": row["floor_gap"], "support F1": row["floor_f1"], "n": 1})
-        t1.add_row(task=row["task"], method="cvxpy", prox="CLARABEL", **{
-            "rel. gap": row["clarabel_gap"], "support F1": 1.0, "time (s)": row["time_clarabel"],
-            "n": 1})
+        t1.add_row(
+            task=row["task"],
+            method="floor",
+            prox="-",
+            **{"rel. gap": row["floor_gap"], "support F1": row["floor_f1"], "n": 1},
+        )
+        t1.add_row(
+            task=row["task"],
+            method="cvxpy",
+            prox="CLARABEL",
+            **{
+                "rel. gap": row["clarabel_gap"],
+                "support F1": 1.0,
+                "time (s)": row["time_clarabel"],
+                "n": 1,
+            },
+        )
         for key, v in row["runs"].items():
             m, pr = key.split("|")
-            t1.add_row(task=row["task"], method=f"{m} ({v['iters']} it.)",
-                       prox="exact" if pr == "exact" else f"HJ delta={pr}", **{
-                           "rel. gap": float(np.mean(v["gap"])), "max gap": float(np.max(v["gap"])),
-                           "support F1": float(np.mean(v["f1"])),
-                           "f-evals": float(np.mean(v["n_fevals"])),
-                           "time (s)": float(np.median(v["time"])), "n": len(v["gap"])})
+            t1.add_row(
+                task=row["task"],
+                method=f"{m} ({v['iters']} it.)",
+                prox="exact" if pr == "exact" else f"HJ delta={pr}",
+                **{
+                    "rel. gap": float(np.mean(v["gap"])),
+                    "max gap": float(np.max(v["gap"])),
+                    "support F1": float(np.mean(v["f1"])),
+                    "f-evals": float(np.mean(v["n_fevals"])),
+                    "time (s)": float(np.median(v["time"])),
+                    "n": len(v["gap"]),
+                },
+            )
     tables.append(t1)
 
     items = npx["items"]
     t2 = Table(
         f"Non-proximable: least squares + log-sum penalty, x >= 0 ({len(items)} items; HJ "
         f"mean over {sizes['n_seeds']} seeds)",
-        ["data", "lam/lam_max", "HJ-DYS", "subgradient", "exact DYS (oracle)", "floor (x = 0)",
-         "HJ f-evals", "subgradient f-evals", "HJ time (s)", "subgradient time (s)"],
+        [
+            "data",
+            "lam/lam_max",
+            "HJ-DYS",
+            "subgradient",
+            "exact DYS (oracle)",
+            "floor (x = 0)",
+            "HJ f-evals",
+            "subgradient f-evals",
+            "HJ time (s)",
+            "subgradient time (s)",
+        ],
         note=f"objective F; subgradient: projected, step {npx['a0']:g}/sqrt(k+1) (a0 tuned on "
         "validation items), best iterate, as many function evaluations as HJ-DYS; exact DYS "
         "uses the closed-form log-sum prox (a reference the non-proximable setting lacks)",
     )
     for it in items:
-        t2.add_row(**{
-            "data": it["data"], "lam/lam_max": it["lam/lam_max"],
-            "HJ-DYS": float(np.mean(it["HJ-DYS"])), "subgradient": it["subgradient"],
-            "exact DYS (oracle)": it["exact DYS"], "floor (x = 0)": it["floor"],
-            "HJ f-evals": float(np.mean(it["HJ-DYS fevals"])),
-            "subgradient f-evals": it["subgradient fevals"],
-            "HJ time (s)": float(np.median(it["HJ-DYS time"])),
-            "subgradient time (s)": it["subgradient time"]})
+        t2.add_row(
+            **{
+                "data": it["data"],
+                "lam/lam_max": it["lam/lam_max"],
+                "HJ-DYS": float(np.mean(it["HJ-DYS"])),
+                "subgradient": it["subgradient"],
+                "exact DYS (oracle)": it["exact DYS"],
+                "floor (x = 0)": it["floor"],
+                "HJ f-evals": float(np.mean(it["HJ-DYS fevals"])),
+                "subgradient f-evals": it["subgradient fevals"],
+                "HJ time (s)": float(np.median(it["HJ-DYS time"])),
+                "subgradient time (s)": it["subgradient time"],
+            }
+        )
     tables.append(t2)
 
     # C1: gap <= 1e-2 on every convex task, per delta
@@ -502,15 +589,26 @@ def _report(conv: list[dict], npx: dict, sizes: dict) -> Result:
                 m, pr = key.split("|")
                 if pr == str(dl):
                     ev = _band(v["gap"], GAP_TARGET, "mean relative gap")
-                    parts.append(Claim.from_evidence(
-                        f"{row['task']}, HJ-{m}, delta = {dl:g}: relative gap <= {GAP_TARGET:g}",
-                        f"95% BCa interval of the mean gap over seeds inside [0, {GAP_TARGET:g}]",
-                        ev, {"gaps": v["gap"]}))
-        claims.append(Claim.all_of(
-            f"Every HJ-based method reaches relative gap <= {GAP_TARGET:g} on every convex task "
-            f"(delta = {dl:g})", parts,
-            rule=f"on each of the {len(parts)} task x method pairs the 95% interval of the mean "
-            f"relative gap over seeds lies below {GAP_TARGET:g}"))
+                    parts.append(
+                        Claim.from_evidence(
+                            f"{row['task']}, HJ-{m}, delta = {dl:g}: "
+                            f"relative gap <= {GAP_TARGET:g}",
+                            f"95% BCa interval of the mean gap over seeds below {GAP_TARGET:g}",
+                            ev,
+                            {"gaps": v["gap"]},
+                        )
+                    )
+        claims.append(
+            Claim.all_of(
+                f"Every HJ-based method reaches relative gap <= {GAP_TARGET:g} on every "
+                f"convex task "
+                f"(delta = {dl:g})",
+                parts,
+                rule=f"on each of the {len(parts)} task x method pairs the 95% interval of the "
+                f"mean "
+                f"relative gap over seeds lies below {GAP_TARGET:g}",
+            )
+        )
 
     # C2: gap decreases with delta (Spearman over delta, per task x method)
     from scipy.stats import spearmanr
@@ -528,26 +626,41 @@ def _report(conv: list[dict], npx: dict, sizes: dict) -> Result:
             rhos.append(float(res.statistic))
             ps.append(float(res.pvalue))
             names.append(f"{row['task']}/{m}")
-    claims.append(Claim.check(
-        "The gap decreases as delta decreases",
-        f"Spearman rank correlation between delta and the final gap over delta x seeds, on each "
-        f"of the {len(rhos)} task x method pairs: holds if every rho > 0 with one-sided p < 0.05; "
-        "does not hold if some rho < 0 with p(rho > 0) > 0.95; inconclusive otherwise",
-        {"min rho": min(rhos), "max p": max(ps), "pairs": len(rhos),
-         "pairs significant": int(sum(p < 0.05 for p in ps)),
-         "pairs reversed": int(sum(p > 0.95 for p in ps)),
-         "weakest": names[int(np.argmax(ps))]},
-        lambda v: HOLDS if v["pairs significant"] == v["pairs"] else (
-            "does not hold" if v["pairs reversed"] > 0 else "inconclusive"),
-    ))
+    claims.append(
+        Claim.check(
+            "The gap decreases as delta decreases",
+            "Spearman rank correlation between delta and the final gap over delta x seeds, on "
+            f"each of the {len(rhos)} task x method pairs: holds if every rho > 0 with "
+            "one-sided p < 0.05; "
+            "does not hold if some rho < 0 with p(rho > 0) > 0.95; inconclusive otherwise",
+            {
+                "min rho": min(rhos),
+                "max p": max(ps),
+                "pairs": len(rhos),
+                "pairs significant": int(sum(p < 0.05 for p in ps)),
+                "pairs reversed": int(sum(p > 0.95 for p in ps)),
+                "weakest": names[int(np.argmax(ps))],
+            },
+            lambda v: (
+                HOLDS
+                if v["pairs significant"] == v["pairs"]
+                else ("does not hold" if v["pairs reversed"] > 0 else "inconclusive")
+            ),
+        )
+    )
 
     # C3: non-proximable, HJ-DYS vs subgradient at equal evaluations
-    claims.append(Claim.superior(
-        "On the non-proximable task HJ-DYS reaches a lower objective than the subgradient "
-        "method at equal function evaluations",
-        [float(np.mean(it["HJ-DYS"])) for it in items], [it["subgradient"] for it in items],
-        names=("HJ-DYS", "subgradient"), metric="objective F per item (HJ: mean over seeds)",
-        higher_is_better=False))
+    claims.append(
+        Claim.superior(
+            "On the non-proximable task HJ-DYS reaches a lower objective than the subgradient "
+            "method at equal function evaluations",
+            [float(np.mean(it["HJ-DYS"])) for it in items],
+            [it["subgradient"] for it in items],
+            names=("HJ-DYS", "subgradient"),
+            metric="objective F per item (HJ: mean over seeds)",
+            higher_is_better=False,
+        )
+    )
 
     # C4: HJ keeps the convergence of each splitting method (smallest delta)
     dl = DELTAS[-1]
@@ -560,17 +673,26 @@ def _report(conv: list[dict], npx: dict, sizes: dict) -> Result:
             ex = float(np.mean(row["runs"][f"{m}|exact"]["gap"]))
             bound = KEEP_FACTOR * ex + KEEP_ABS
             ev = _band(v["gap"], bound, "mean relative gap")
-            by_method.setdefault(m, []).append(Claim.from_evidence(
-                f"{row['task']}, {m}: HJ gap <= {KEEP_FACTOR:g} x exact gap + {KEEP_ABS:g}",
-                f"95% BCa interval of the mean HJ gap (delta = {dl:g}) below "
-                f"{KEEP_FACTOR:g} x {ex:.3g} + {KEEP_ABS:g}", ev,
-                {"gaps": v["gap"], "exact gap": ex}))
+            by_method.setdefault(m, []).append(
+                Claim.from_evidence(
+                    f"{row['task']}, {m}: HJ gap <= {KEEP_FACTOR:g} x exact gap + {KEEP_ABS:g}",
+                    f"95% BCa interval of the mean HJ gap (delta = {dl:g}) below "
+                    f"{KEEP_FACTOR:g} x {ex:.3g} + {KEEP_ABS:g}",
+                    ev,
+                    {"gaps": v["gap"], "exact gap": ex},
+                )
+            )
     for m, parts in by_method.items():
-        claims.append(Claim.all_of(
-            f"HJ-Prox keeps the convergence of {m} (final gap <= {KEEP_FACTOR:g} x the exact-prox "
-            f"run's gap + {KEEP_ABS:g}, delta = {dl:g})", parts,
-            rule=f"on each of its {len(parts)} tasks the 95% interval of the mean HJ gap over "
-            f"seeds lies below {KEEP_FACTOR:g} x the exact run's gap + {KEEP_ABS:g}"))
+        claims.append(
+            Claim.all_of(
+                f"HJ-Prox keeps the convergence of {m} (final gap <= {KEEP_FACTOR:g} x the "
+                f"exact-prox "
+                f"run's gap + {KEEP_ABS:g}, delta = {dl:g})",
+                parts,
+                rule=f"on each of its {len(parts)} tasks the 95% interval of the mean HJ gap over "
+                f"seeds lies below {KEEP_FACTOR:g} x the exact run's gap + {KEEP_ABS:g}",
+            )
+        )
 
     notes = [
         "Thresholds (gap 1e-2; 10 x exact + 1e-3; the delta grid) are the issue's; support "
@@ -582,8 +704,12 @@ def _report(conv: list[dict], npx: dict, sizes: dict) -> Result:
         "Timing is not a claim here; benchmarks/ compares time per prox call and time to gap "
         "1e-2 with pyproximal and cvxpy.",
     ]
-    return Result(tables=tables, claims=claims, notes=notes,
-                  data={"convex": conv, "nonproximable": npx, "sizes": sizes})
+    return Result(
+        tables=tables,
+        claims=claims,
+        notes=notes,
+        data={"convex": conv, "nonproximable": npx, "sizes": sizes},
+    )
 
 
 EXPERIMENT = Experiment(

@@ -1,16 +1,16 @@
-"""Hamilton-Jacobi Monte Carlo proximal operators (HJ-Prox).
+r"""Hamilton-Jacobi Monte Carlo proximal operators (HJ-Prox).
 
 For a function ``f`` on R^d, a time ``t > 0`` and a viscosity ``delta > 0``, the
 Hopf-Lax / Cole-Hopf link between the Moreau envelope and the heat equation gives
 
 .. math::
 
-    u^\\delta(x, t) = -\\delta \\log \\mathbb{E}_{y \\sim N(x, \\delta t I)}
-        \\left[ e^{-f(y) / \\delta} \\right]
-    \\;\\xrightarrow[\\delta \\to 0]{}\\; \\min_z f(z) + \\frac{1}{2t} \\|z - x\\|^2,
+    u^\delta(x, t) = -\delta \log \mathbb{E}_{y \sim N(x, \delta t I)}
+        \left[ e^{-f(y) / \delta} \right]
+    \;\xrightarrow[\delta \to 0]{}\; \min_z f(z) + \frac{1}{2t} \|z - x\|^2,
 
-    \\operatorname{prox}_{t f}(x) \\approx x - t \\nabla u^\\delta(x, t)
-    = \\frac{\\mathbb{E}[y\\, e^{-f(y)/\\delta}]}{\\mathbb{E}[e^{-f(y)/\\delta}]},
+    \operatorname{prox}_{t f}(x) \approx x - t \nabla u^\delta(x, t)
+    = \frac{\mathbb{E}[y\, e^{-f(y)/\delta}]}{\mathbb{E}[e^{-f(y)/\delta}]},
 
 both estimated with ``N`` samples ``y_i = x + sqrt(delta t) z_i``, ``z_i ~ N(0, I)``:
 ``prox ~ sum_i w_i y_i`` with ``w = softmax(-f(y) / delta)``. The softmax and the
@@ -306,8 +306,15 @@ def moreau_envelope(
     estimate from the same samples.
 
     Args:
-        f, x, t, delta, n_samples, rng, antithetic, chunk_size: As in :func:`hj_prox`.
+        f: Vectorized function, as in :func:`hj_prox`.
+        x: Points ``(..., d)``, numpy array or torch tensor.
+        t: Proximal time ``> 0``.
+        delta: Viscosity ``> 0``.
+        n_samples: Samples per point ``>= 1``.
+        rng: Seed or generator, as in :func:`hj_prox`.
         return_grad: Also return the gradient estimate.
+        antithetic: Antithetic pairs, as in :func:`hj_prox`.
+        chunk_size: Memory bound, as in :func:`hj_prox`.
 
     Returns:
         ``u`` of shape ``x.shape[:-1]``, or ``(u, grad)`` with ``grad`` shaped like ``x``.

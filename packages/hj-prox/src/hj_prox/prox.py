@@ -151,7 +151,7 @@ def prox_nonneg(x: Any, t: float) -> Any:
     return np.maximum(np.asarray(x, dtype=float), 0.0)
 
 
-class prox_quadratic:  # noqa: N801 - a prox, named like the functions beside it
+class prox_quadratic:
     """The prox of ``g(x) = ||A x - b||^2 / (2 n)``: solves ``(I + t A'A/n) z = x + t A'b/n``.
 
     Caches one eigendecomposition of ``A'A/n`` so every call, for any ``t``, costs two

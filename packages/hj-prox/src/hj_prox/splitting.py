@@ -182,7 +182,9 @@ def proximal_gradient(
         x0: Start, shape ``(d,)``.
         step: Step ``s > 0`` (``1/L`` for an ``L``-smooth ``f``).
         accelerated: FISTA momentum.
-        max_iter, tol, objective: As in :func:`proximal_point`.
+        max_iter: Iterations ``>= 1``.
+        tol: Stop when the relative residual ``<= tol``.
+        objective: Optional ``F(x)`` recorded per iteration.
 
     Returns:
         A :class:`SplitResult`.
@@ -236,12 +238,14 @@ def douglas_rachford(
     ``z_{k+1} = z_k + relax (y_k - x_k)``; ``x_k`` converges to a minimizer.
 
     Args:
-        prox_f, prox_g: ``prox(x, t)`` of ``f`` and ``g``.
+        prox_f: ``prox(x, t)`` of ``f``.
+        prox_g: ``prox(x, t)`` of ``g``.
         x0: Start of ``z``, shape ``(d,)``.
         t: Step ``> 0``.
         relax: Relaxation in ``(0, 2)``.
-        max_iter, tol, objective: As in :func:`proximal_point` (``tol`` on ``z``;
-            the objective is evaluated at ``x_k``).
+        max_iter: Iterations ``>= 1``.
+        tol: Stop when the relative residual ``<= tol`` (residual of ``z``).
+        objective: Optional ``F(x)`` recorded per iteration at ``x_k``.
 
     Returns:
         A :class:`SplitResult` with ``x = x_k`` and ``state = {"z", "y"}``.
@@ -259,7 +263,9 @@ def douglas_rachford(
     _check_prox("prox_f", prox_f)
     _check_prox("prox_g", prox_g)
     t = check_float("t", t, low=0.0, low_inclusive=False)
-    relax = check_float("relax", relax, low=0.0, high=2.0, low_inclusive=False, high_inclusive=False)
+    relax = check_float(
+        "relax", relax, low=0.0, high=2.0, low_inclusive=False, high_inclusive=False
+    )
     max_iter, tol = _common(max_iter, tol)
     z = _x0(x0)
     log = _Log(objective, _counter([prox_f, prox_g]))
@@ -294,14 +300,16 @@ def davis_yin(
     ``s < 2 / L_h`` (convex case).
 
     Args:
-        prox_f, prox_g: ``prox(x, t)`` of the two non-smooth parts (``g`` is applied
-            first; its output is the returned iterate, e.g. a projection keeps it
-            feasible).
+        prox_f: ``prox(x, t)`` of the first non-smooth part.
+        prox_g: ``prox(x, t)`` of the second, applied first: its output is the returned
+            iterate (a projection keeps it feasible).
         grad_h: Gradient of the smooth part.
         x0: Start of ``z``, shape ``(d,)``.
         step: Step ``s > 0``.
         relax: Relaxation in ``(0, 2)``.
-        max_iter, tol, objective: As in :func:`douglas_rachford` (objective at ``x_g``).
+        max_iter: Iterations ``>= 1``.
+        tol: Stop when the relative residual ``<= tol`` (residual of ``z``).
+        objective: Optional ``F(x)`` recorded per iteration at ``x_g``.
 
     Returns:
         A :class:`SplitResult` with ``x = x_g`` and ``state = {"z", "x_f"}``.
@@ -320,7 +328,9 @@ def davis_yin(
     _check_prox("prox_g", prox_g)
     _check_prox("grad_h", grad_h)
     s = check_float("step", step, low=0.0, low_inclusive=False)
-    relax = check_float("relax", relax, low=0.0, high=2.0, low_inclusive=False, high_inclusive=False)
+    relax = check_float(
+        "relax", relax, low=0.0, high=2.0, low_inclusive=False, high_inclusive=False
+    )
     max_iter, tol = _common(max_iter, tol)
     z = _x0(x0)
     log = _Log(objective, _counter([prox_f, prox_g]))
@@ -378,10 +388,13 @@ def pdhg(
             or ``LinearOperator``), shape ``(m, d)``.
         x0: Primal start ``(d,)``.
         y0: Dual start ``(m,)``, zeros by default.
-        tau, sigma: Steps with ``tau sigma ||K||^2 < 1``; by default both
+        tau: Primal step; ``tau sigma ||K||^2 < 1`` is needed; by default
             ``0.99 / ||K||`` (``||K||`` by 100 power iterations).
+        sigma: Dual step; by default ``0.99 / ||K||``.
         theta: Extrapolation in ``[0, 1]``.
-        max_iter, tol, objective: As in :func:`proximal_point` (``tol`` on ``(x, y)``).
+        max_iter: Iterations ``>= 1``.
+        tol: Stop when the relative residual ``<= tol`` (residual of ``(x, y)``).
+        objective: Optional ``F(x)`` recorded per iteration.
 
     Returns:
         A :class:`SplitResult` with ``state = {"y"}``.
