@@ -48,12 +48,12 @@ class Softmax:
 
     def noise_variance(self, theta: np.ndarray, idx: np.ndarray, batch: int) -> float:
         """``E||g_B - grad||^2`` of a minibatch of ``batch`` rows drawn with replacement."""
-        P = self.probs(self.X[idx] @ theta)
-        R = P - self.Y[idx]
-        per_sample = np.sum(self.X[idx].astype(np.float64) ** 2, axis=1) * np.sum(
+        Xi = self.X[idx]
+        R = self.probs(Xi @ theta) - self.Y[idx]
+        per_sample = np.sum(Xi.astype(np.float64) ** 2, axis=1) * np.sum(
             R.astype(np.float64) ** 2, axis=1
         )
-        g = self.grad(theta, idx).astype(np.float64)
+        g = (Xi.T @ R / idx.size).astype(np.float64)
         return float((per_sample.mean() - np.sum(g * g)) / batch)
 
     def stacked_grads(self, Theta: np.ndarray, batches: np.ndarray) -> np.ndarray:
@@ -91,7 +91,11 @@ def run_softmax(
     eval_every: int,
     record_every: int = 5,
 ) -> RunTrace:
-    """D-SGD (or, with ``schedule=None``, centralized SGD at batch ``n * batch``)."""
+    """D-SGD (or, with ``schedule=None``, centralized SGD at batch ``n * batch``).
+
+    The averaged model is evaluated every ``eval_every`` steps and, in the last tenth of
+    the run, every ``eval_every // 4`` steps (the final loss is the mean of those).
+    """
     n = len(shards)
     rng = np.random.default_rng(seed)
     d = problem.X.shape[1]
@@ -106,8 +110,10 @@ def run_softmax(
     cons: list[float] = []
     eval_steps: list[int] = []
     losses: list[float] = []
+    tail_from = steps - steps // 10
+    tail_every = max(1, eval_every // 4)
     for t in range(steps + 1):
-        if t % eval_every == 0 or t == steps:
+        if t % eval_every == 0 or t == steps or (t >= tail_from and t % tail_every == 0):
             theta_bar = Theta.mean(axis=0)
             eval_steps.append(t)
             losses.append(problem.loss_acc(theta_bar, train_idx)[0])
@@ -124,10 +130,14 @@ def run_softmax(
             if t >= steps // 2 and t % record_every == 0:
                 cons.append(opt.consensus_error(Theta))
     theta_bar = Theta.mean(axis=0)
-    tail = [v for s, v in zip(eval_steps, losses, strict=True) if s >= steps - steps // 10]
-    grads = [problem.grad(theta_bar, s).astype(np.float64).ravel() for s in shards]
-    zeta = np.stack(grads) - np.mean(grads, axis=0)
-    sigma2 = float(np.mean([problem.noise_variance(theta_bar, s, batch) for s in shards]))
+    tail = [v for s, v in zip(eval_steps, losses, strict=True) if s >= tail_from]
+    if all(s is shards[0] for s in shards):  # every node samples the same set: zeta = 0
+        zeta = np.zeros((n, theta_bar.size))
+        sigma2 = problem.noise_variance(theta_bar, shards[0], batch)
+    else:
+        grads = [problem.grad(theta_bar, s).astype(np.float64).ravel() for s in shards]
+        zeta = np.stack(grads) - np.mean(grads, axis=0)
+        sigma2 = float(np.mean([problem.noise_variance(theta_bar, s, batch) for s in shards]))
     bits = 0.0 if opt is None else float(np.mean(opt.network.bits_sent)) / steps
     return RunTrace(
         consensus=float(np.mean(cons)) if cons else 0.0,

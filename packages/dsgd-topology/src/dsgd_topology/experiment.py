@@ -126,18 +126,19 @@ def run(ctx: RunContext) -> Result:
 
 
 def _run(ctx: RunContext) -> Result:
-    steps = ctx.pick(smoke=80, default=1000)
+    steps = ctx.pick(smoke=40, default=1000)
     seeds = list(range(ctx.pick(smoke=2, default=5)))
     names = list(ctx.pick(smoke=("ring", "star", "complete", "exponential"), default=STATIC))
-    quad_steps = ctx.pick(smoke=600, default=4000)
-    eval_every = ctx.pick(smoke=20, default=50)
+    quad_steps = ctx.pick(smoke=300, default=4000)
+    eval_every = ctx.pick(smoke=20, default=100)
     problem, train, test = _data(ctx)
     schedules = {k: mixing_schedule(k, N_NODES, seed=0) for k in names}
     profiles = {k: spectral_profile(s.W) for k, s in schedules.items()}
 
     # ---- MNIST: D-SGD per regime, topology and seed --------------------------------
-    runs = [(r, k, s) for r in REGIMES for s in seeds for k in [*names, "one_peer_exponential"]]
-    runs += [(r, "centralized", s) for r in ("homogeneous", "heterogeneous") for s in seeds]
+    runs = [(r, k, s) for r in REGIMES for s in seeds for k in names]
+    for r in ("homogeneous", "heterogeneous"):
+        runs += [(r, k, s) for k in ("one_peer_exponential", "centralized") for s in seeds]
     traces: dict[tuple[str, str, int], Any] = {}
     one_peer = mixing_schedule("one_peer_exponential", N_NODES)
     for regime, name, seed in ctx.progress(runs, "D-SGD runs"):
@@ -232,7 +233,7 @@ def _run(ctx: RunContext) -> Result:
                 "n",
             ],
         )
-        rows = [*names, "one_peer_exponential"] + (["centralized"] if central else [])
+        rows = [*names] + (["one_peer_exponential", "centralized"] if central else [])
         for k in rows:
             tr = [traces[regime, k, s] for s in seeds]
             row: dict[str, Any] = {

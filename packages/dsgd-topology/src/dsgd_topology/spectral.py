@@ -193,6 +193,7 @@ def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> Spectr
     order = np.argsort(-vals, kind="stable")
     vals, vecs = vals[order], vecs[:, order]
     vals[0] = 1.0
+    vals[np.abs(vals) < 1e-12] = 0.0  # round-off of exact zeros (complete graph)
     rest = vals[1:]
     beta = float(np.max(np.abs(rest))) if n > 1 else 0.0
     lam2 = float(rest[0]) if n > 1 else 0.0
