@@ -1,8 +1,6 @@
 import numpy as np
 import pytest
 import torch
-from icml26_core.decentralized import GossipGroup, spawn_local
-
 from dsgd_topology import (
     DecentralizedSGD,
     MixingSchedule,
@@ -11,6 +9,7 @@ from dsgd_topology import (
     mixing_schedule,
     topology,
 )
+from icml26_core.decentralized import GossipGroup, spawn_local
 
 
 @pytest.mark.parametrize("name", ["ring", "star", "one_peer_exponential"])

@@ -6,5 +6,5 @@ def test_experiment_smoke(tmp_path):
     assert len(result.claims) == 5
     methods = {row["method"] for row in result.tables[1].rows}
     assert {"ring", "complete", "centralized SGD (batch 256)", "zero model (floor)"} <= methods
-    floor = [r for r in result.tables[1].rows if r["method"] == "zero model (floor)"][0]
+    floor = next(r for r in result.tables[1].rows if r["method"] == "zero model (floor)")
     assert abs(floor["train loss"] - 2.302585) < 1e-4  # ln 10

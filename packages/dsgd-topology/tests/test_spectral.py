@@ -1,7 +1,5 @@
 import numpy as np
 import pytest
-from icml26_core.decentralized import TOPOLOGIES
-
 from dsgd_topology import (
     SimulatedDSGD,
     mixing_matrix,
@@ -9,6 +7,7 @@ from dsgd_topology import (
     spectral_profile,
     topology,
 )
+from icml26_core.decentralized import TOPOLOGIES
 
 N = 16
 

@@ -273,6 +273,5 @@ class DecentralizedSGD(torch.optim.Optimizer):
 
     def __repr__(self) -> str:
         return (
-            f"DecentralizedSGD({type(self.optimizer).__name__}, order={self.order!r}, "
-            f"t={self.t})"
+            f"DecentralizedSGD({type(self.optimizer).__name__}, order={self.order!r}, t={self.t})"
         )

@@ -192,9 +192,9 @@ def _run(ctx: RunContext) -> Result:
         pred = np.array(
             [
                 [
-                    spectral_profile(
-                        schedules[k].W, traces[regime, k, s].zeta
-                    ).predicted_consensus(LR, traces[regime, k, s].sigma2)
+                    spectral_profile(schedules[k].W, traces[regime, k, s].zeta).predicted_consensus(
+                        LR, traces[regime, k, s].sigma2
+                    )
                     for k in names
                 ]
                 for s in seeds
@@ -214,8 +214,13 @@ def _run(ctx: RunContext) -> Result:
         target = None
         if central:
             half = [
-                float(np.interp(steps // 2, traces[regime, "centralized", s].eval_steps,
-                                traces[regime, "centralized", s].losses))
+                float(
+                    np.interp(
+                        steps // 2,
+                        traces[regime, "centralized", s].eval_steps,
+                        traces[regime, "centralized", s].losses,
+                    )
+                )
                 for s in seeds
             ]
             target = float(np.mean(half))
@@ -252,8 +257,8 @@ def _run(ctx: RunContext) -> Result:
                     row["measured / predicted"] = float(cons[:, j].mean() / pred[:, j].mean())
             if target is not None:
                 hits = [_steps_to(t.eval_steps, t.losses, target) for t in tr]
-                row["steps to target"] = None if any(h is None for h in hits) else float(
-                    np.mean(hits)
+                row["steps to target"] = (
+                    None if any(h is None for h in hits) else float(np.mean(hits))
                 )
             tab.add_row(**row)
         tab.add_row(method="zero model (floor)", **{"train loss": zero_loss, "test acc": zero_acc})
@@ -359,7 +364,10 @@ def _claims(
     def predicts(regime: str, label: str) -> Claim:
         cons = measured[regime]["consensus"]
         ev_rho = _band(
-            cons, lambda m: _spearman(m, all_eig), low=SPEARMAN_MIN, high=1.0,
+            cons,
+            lambda m: _spearman(m, all_eig),
+            low=SPEARMAN_MIN,
+            high=1.0,
             name="Spearman(consensus, all-eigenvalue)",
         )
         per_seed_all = _spearman(cons, all_eig)
@@ -382,11 +390,17 @@ def _claims(
         )
         sub = cons[:, keep]
         ev_all = _band(
-            sub, lambda m: _spread(m / all_eig[keep]), low=0.0, high=SPREAD_ALL_MAX,
+            sub,
+            lambda m: _spread(m / all_eig[keep]),
+            low=0.0,
+            high=SPREAD_ALL_MAX,
             name="max/min of consensus / all-eigenvalue",
         )
         ev_gap = _band(
-            sub, lambda m: _spread(m / inv_gap[keep]), low=SPREAD_GAP_MIN, high=math.inf,
+            sub,
+            lambda m: _spread(m / inv_gap[keep]),
+            low=SPREAD_GAP_MIN,
+            high=math.inf,
             name="max/min of consensus / (1/(1-beta))",
         )
         c_all = Claim.from_evidence(
@@ -418,7 +432,10 @@ def _claims(
 
     het = measured["heterogeneous"]["consensus"]
     ev_gap_het = _band(
-        het, lambda m: _spearman(m, gap_het), low=SPEARMAN_MIN, high=1.0,
+        het,
+        lambda m: _spearman(m, gap_het),
+        low=SPEARMAN_MIN,
+        high=1.0,
         name="Spearman(consensus, lambda_2^2/(1-lambda_2)^2)",
     )
     zeta_q = measured["heterogeneous"]["zeta_q"]
@@ -429,7 +446,10 @@ def _claims(
         return _spearman(het[idx].mean(axis=-2), zeta_q[idx].mean(axis=-2))
 
     ev_zeta = bootstrap_band(
-        [seeds], rho_zeta, low=SPEARMAN_MIN, high=1.0,
+        [seeds],
+        rho_zeta,
+        low=SPEARMAN_MIN,
+        high=1.0,
         effect_name="Spearman(consensus, Xi_het with the measured zeta)",
         test="statistic of the seed-mean values, BCa bootstrap over seeds",
     )
@@ -445,8 +465,7 @@ def _claims(
                     {"spearman": float(ev_gap_het.effect)},
                 ),
                 Claim.from_evidence(
-                    f"Spearman(consensus, Xi_het projected on the measured zeta) >= "
-                    f"{SPEARMAN_MIN}",
+                    f"Spearman(consensus, Xi_het projected on the measured zeta) >= {SPEARMAN_MIN}",
                     "BCa bootstrap over seeds (the zeta of each run, at its final average); "
                     f"holds if the CI lies in [{SPEARMAN_MIN}, 1]",
                     ev_zeta,
@@ -473,7 +492,10 @@ def _claims(
     parts = []
     for label, a in (("homogeneous (f_i = f)", loss_h), ("random split", loss_r)):
         ev = bootstrap_band(
-            [seeds], spread_ratio(a, loss_x), low=0.0, high=LOSS_SPREAD_RATIO_MAX,
+            [seeds],
+            spread_ratio(a, loss_x),
+            low=0.0,
+            high=LOSS_SPREAD_RATIO_MAX,
             effect_name=f"relative loss spread, {label} / heterogeneous",
             test="(max-min)/min of the seed-mean final losses, BCa bootstrap over seeds",
         )
@@ -498,7 +520,10 @@ def _claims(
     q_parts = []
     for k, r in quad_ratios.items():
         ev = bootstrap_band(
-            [r], np.mean, low=1 - CLOSED_FORM_TOL, high=1 + CLOSED_FORM_TOL,
+            [r],
+            np.mean,
+            low=1 - CLOSED_FORM_TOL,
+            high=1 + CLOSED_FORM_TOL,
             effect_name=f"{k}: mean measured / Xi_hom",
             test="mean over seeds, BCa bootstrap",
         )

@@ -2,9 +2,7 @@
 
 D-SGD (adapt-then-combine) on ``n`` nodes with a symmetric doubly stochastic ``W``:
 
-.. math::
-
-    X^{t+1} = W (X^t - \\eta G^t), \\qquad X, G \\in \\mathbb{R}^{n \\times d}.
+``X^{t+1} = W (X^t - eta G^t)``, with ``X, G`` of shape (n, d).
 
 Write ``W = sum_k lambda_k u_k u_k^T`` (``u_1 = 1/sqrt(n)``, ``lambda_1 = 1``) and
 ``c_k = u_k^T X``. The consensus error ``Xi = (1/n) sum_i ||x_i - x_bar||^2`` is

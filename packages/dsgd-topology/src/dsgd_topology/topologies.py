@@ -24,7 +24,7 @@ from icml26_core.validation import check_choice, check_int
 __all__ = ["SCHEDULES", "MixingSchedule", "mixing_schedule"]
 
 SCHEDULES = (*TOPOLOGIES, "one_peer_exponential")
-"""Every name :func:`mixing_schedule` takes: the core's static graphs and ``one_peer_exponential``."""
+"""Every name :func:`mixing_schedule` takes: the core's static graphs, ``one_peer_exponential``."""
 
 
 class MixingSchedule:
