@@ -159,5 +159,5 @@ def test_state_dict_round_trip():
     opt2 = DecentralizedSGD(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), Fake())
     opt2.load_state_dict(sd)
     assert opt2.t == 1
-    assert opt2.param_groups[0]["momentum"] == 0.9
+    assert opt2.param_groups[0]["momentum"] == pytest.approx(0.9)
     assert len(opt2.optimizer.state) == len(opt.optimizer.state)

@@ -39,8 +39,8 @@ def test_ring_eigenvalues_closed_form():
 def test_complete_graph_has_zero_eigenvalues_and_zero_prediction():
     p = spectral_profile(mixing_matrix(topology("complete", 8)))
     np.testing.assert_allclose(p.eigenvalues[1:], 0.0, atol=1e-12)
-    assert p.all_eigenvalue == 0.0
-    assert p.predicted_consensus(0.1, 5.0) == 0.0
+    assert p.all_eigenvalue == 0.0  # exact: eigenvalues below 1e-12 are set to 0
+    assert p.predicted_consensus(0.1, 5.0) == 0.0  # exact: a sum of zeros
 
 
 def test_star_vs_ring_all_eigenvalues_disagree_with_the_gap():
@@ -96,7 +96,7 @@ def test_zeta_mean_is_removed_and_torch_accepted():
     p1 = spectral_profile(W, z)
     p2 = spectral_profile(W, torch.tensor(z + 100.0))
     assert p1.heterogeneous == pytest.approx(p2.heterogeneous)
-    assert p1.zeta_modes[0] == 0.0
+    assert p1.zeta_modes[0] == 0.0  # exact: set to 0 by construction
 
 
 def test_bad_input_raises():
