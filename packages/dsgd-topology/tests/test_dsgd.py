@@ -161,3 +161,19 @@ def test_state_dict_round_trip():
     assert opt2.t == 1
     assert opt2.param_groups[0]["momentum"] == pytest.approx(0.9)
     assert len(opt2.optimizer.state) == len(opt.optimizer.state)
+
+
+def test_lr_scheduler_drives_the_wrapped_optimizer():
+    class Fake:
+        n_nodes = 1
+
+        def mix(self, x, W=None):
+            return x
+
+    model = torch.nn.Linear(2, 1)
+    opt = DecentralizedSGD(torch.optim.SGD(model.parameters(), lr=0.1), Fake())
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    model(torch.ones(1, 2)).sum().backward()
+    opt.step()
+    sched.step()
+    assert opt.optimizer.param_groups[0]["lr"] == pytest.approx(0.05)
