@@ -110,7 +110,7 @@ def mixing_schedule(
 
     Example:
         >>> s = mixing_schedule("one_peer_exponential", 8)
-        >>> s.static, s(0)[0, 1], s(1)[0, 2]
+        >>> s.static, float(s(0)[0, 1]), float(s(1)[0, 2])
         (False, 0.5, 0.5)
     """
     check_choice("name", name, SCHEDULES)
