@@ -1,0 +1,219 @@
+"""How the spectrum of a mixing matrix sets the consensus error of decentralized SGD.
+
+D-SGD (adapt-then-combine) on ``n`` nodes with a symmetric doubly stochastic ``W``:
+
+``X^{t+1} = W (X^t - eta G^t)``, with ``X, G`` of shape (n, d).
+
+Write ``W = sum_k lambda_k u_k u_k^T`` (``u_1 = 1/sqrt(n)``, ``lambda_1 = 1``) and
+``c_k = u_k^T X``. The consensus error ``Xi = (1/n) sum_i ||x_i - x_bar||^2`` is
+``(1/n) sum_{k>=2} ||c_k||^2``. In the *linear-noise model* (the gradient ``g_i =
+zeta_i + xi_i`` has a fixed local bias ``zeta_i`` and a zero-mean noise ``xi_i`` with
+``E||xi_i||^2 = sigma^2``, independent over nodes and steps; curvature is neglected)
+each mode evolves alone, ``c_k <- lambda_k (c_k - eta u_k^T G)``, and its stationary
+second moment gives:
+
+- **homogeneous** (``zeta = 0``): ``E||c_k||^2 = eta^2 sigma^2 lambda_k^2 / (1 -
+  lambda_k^2)``, so
+
+  ``Xi_hom = eta^2 sigma^2 * (1/n) sum_{k>=2} lambda_k^2 / (1 - lambda_k^2)``,
+
+  a *mean over every eigenvalue*: a graph with one slow mode and many fast ones (the
+  star) pays for one mode; a ring pays for many moderately slow ones.
+- **heterogeneous** (deterministic bias, projected ``zeta_k = u_k^T Z``): the fixed
+  point ``c_k = -eta lambda_k zeta_k / (1 - lambda_k)`` gives
+
+  ``Xi_het = eta^2 * (1/n) sum_{k>=2} lambda_k^2 ||zeta_k||^2 / (1 - lambda_k)^2``,
+
+  which, for bias spread over all modes, is dominated by the slowest mode: the
+  *spectral gap*, ``lambda_2^2 / (1 - lambda_2)^2``.
+
+With an isotropic curvature ``mu`` (every node's loss ``mu/2 ||x - b_i||^2``) the
+modes are exactly ``c_k <- lambda_k ((1 - eta mu) c_k - eta u_k^T (Z + Xi))`` and the
+closed forms hold exactly with ``1 - lambda_k^2`` replaced by ``1 - rho_k^2`` and
+``1 - lambda_k`` by ``1 - rho_k``, ``rho_k = lambda_k (1 - eta mu)``; pass ``mu`` to
+:meth:`SpectralProfile.predicted_consensus`. Combine-then-adapt (``X <- W X - eta
+G``) has ``rho_k = lambda_k - eta mu`` and numerators 1 instead of ``lambda_k^2``.
+
+The prior analyses bound everything by the spectral gap ``1 - beta`` (``beta =
+max(|lambda_2|, |lambda_n|)``); their predictor of the consensus error is ``1 / (1 -
+beta)`` (or its square).
+
+References:
+    The ICML 2026 paper "dsgd-topology" (abstract in ``shared/papers``): all
+    eigenvalues of W affect the rate. The two closed forms above are our derivation in
+    the linear-noise model (the paper's exact weighting is not public). Prior
+    gap-based analysis: Koloskova et al., "A unified theory of decentralized SGD with
+    changing topology and local updates", ICML 2020.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from icml26_core.decentralized import check_mixing_matrix
+from icml26_core.validation import check_choice, check_float
+
+__all__ = ["SpectralProfile", "spectral_profile"]
+
+ORDERS = ("atc", "cta")
+
+
+def _as_zeta(zeta: Any, n: int) -> np.ndarray:
+    if hasattr(zeta, "detach"):
+        zeta = zeta.detach().cpu().numpy()
+    Z = np.array(zeta, dtype=np.float64, copy=True)
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    if Z.ndim < 2 or Z.shape[0] != n:
+        raise ValueError(
+            f"zeta must have one row per node, shape ({n}, ...), got shape {np.shape(zeta)}"
+        )
+    Z = Z.reshape(n, -1)
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("zeta has NaN or infinite entries")
+    return Z - Z.mean(axis=0)  # the mean bias moves the average, not the consensus
+
+
+@dataclass(frozen=True)
+class SpectralProfile:
+    """Spectral quantities of a symmetric mixing matrix, and the consensus they predict.
+
+    Attributes:
+        eigenvalues: float64 (n,), descending; ``eigenvalues[0] == 1``.
+        eigenvectors: float64 (n, n), column ``k`` the unit eigenvector ``u_k``.
+        lambda_2: Second-largest eigenvalue.
+        beta: Second-largest modulus ``max(|lambda_2|, |lambda_n|)``.
+        spectral_gap: ``1 - beta``.
+        inverse_gap: ``1 / (1 - beta)``, the prior analysis's predictor.
+        all_eigenvalue: ``(1/n) sum_{k>=2} lambda_k^2 / (1 - lambda_k^2)``, the
+            homogeneous factor (``Xi_hom / (eta^2 sigma^2)``).
+        gap_heterogeneous: ``lambda_2^2 / (1 - lambda_2)^2``, the heterogeneous factor
+            of the slowest mode.
+        heterogeneous: ``(1/n) sum_{k>=2} lambda_k^2 ||zeta_k||^2 / (1 - lambda_k)^2``
+            with ``zeta`` projected on the eigenvectors (``Xi_het / eta^2``), or None
+            when no ``zeta`` was given.
+        zeta_modes: float64 (n,), ``||zeta_k||^2`` per mode (entry 0 is 0), or None.
+        n: Number of nodes.
+    """
+
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    lambda_2: float
+    beta: float
+    spectral_gap: float
+    inverse_gap: float
+    all_eigenvalue: float
+    gap_heterogeneous: float
+    heterogeneous: float | None
+    zeta_modes: np.ndarray | None
+    n: int
+
+    def predicted_consensus(
+        self,
+        eta: float,
+        sigma2: float = 0.0,
+        *,
+        mu: float = 0.0,
+        order: str = "atc",
+    ) -> float:
+        """Stationary consensus error ``Xi_hom + Xi_het`` of D-SGD with step ``eta``.
+
+        Args:
+            eta: Step size, > 0.
+            sigma2: Gradient-noise variance per node, ``E||xi_i||^2`` (summed over the
+                coordinates), >= 0.
+            mu: Isotropic curvature, >= 0 (0: the linear-noise model).
+            order: ``"atc"`` (adapt-then-combine, ``X <- W(X - eta G)``) or ``"cta"``
+                (combine-then-adapt, ``X <- W X - eta G``).
+
+        Returns:
+            ``(1/n) E sum_i ||x_i - x_bar||^2`` at stationarity; the bias part is 0
+            when the profile has no ``zeta``.
+
+        Raises:
+            ValueError: On a non-positive ``eta``, a negative ``sigma2`` or ``mu``, an
+                unknown ``order``, or a mode that does not contract (``|lambda_k (1 -
+                eta mu)| >= 1`` for atc, ``|lambda_k - eta mu| >= 1`` for cta).
+        """
+        eta = check_float("eta", eta, low=0.0, low_inclusive=False)
+        sigma2 = check_float("sigma2", sigma2, low=0.0)
+        mu = check_float("mu", mu, low=0.0)
+        check_choice("order", order, ORDERS)
+        lam = self.eigenvalues[1:]
+        rho = lam * (1.0 - eta * mu) if order == "atc" else lam - eta * mu
+        if np.any(np.abs(rho) >= 1.0):
+            raise ValueError(
+                f"a mode does not contract: |lambda_k (1 - eta mu)| >= 1 with eta={eta}, "
+                f"mu={mu}; lower eta or mu"
+            )
+        num_noise = lam**2 if order == "atc" else np.ones_like(lam)
+        noise = eta**2 * sigma2 * float(np.sum(num_noise / (1.0 - rho**2))) / self.n
+        bias = 0.0
+        if self.zeta_modes is not None:
+            num_bias = lam**2 if order == "atc" else np.ones_like(lam)
+            bias = eta**2 * float(np.sum(num_bias * self.zeta_modes[1:] / (1.0 - rho) ** 2))
+            bias /= self.n
+        return noise + bias
+
+
+def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> SpectralProfile:
+    """Spectral gap, the all-eigenvalue quantity and the heterogeneous quantity of ``W``.
+
+    Args:
+        W: Symmetric doubly stochastic mixing matrix (n, n) (e.g.
+            ``mixing_matrix(topology("ring", 16))``).
+        zeta: Optional local gradient biases ``zeta_i = grad f_i(x) - grad f(x)``, one
+            row per node, shape (n,) or (n, ...) (numpy or torch); their node mean is
+            removed. Projected on the eigenvectors of ``W`` for
+            :attr:`SpectralProfile.heterogeneous`.
+        atol: Tolerance of the validity checks.
+
+    Returns:
+        A :class:`SpectralProfile`.
+
+    Raises:
+        ValueError: If ``W`` is not square, has negative weights, is not doubly
+            stochastic, not symmetric (the eigen-decomposition needs it) or
+            disconnected; if ``zeta`` has the wrong number of rows or non-finite
+            entries.
+
+    Example:
+        >>> from dsgd_topology import mixing_matrix, topology
+        >>> p = spectral_profile(mixing_matrix(topology("ring", 16)))
+        >>> round(p.inverse_gap, 2), round(p.all_eigenvalue, 3)
+        (19.71, 1.472)
+    """
+    M = check_mixing_matrix(W, symmetric=True, connected=True, atol=atol, name="W")
+    n = M.shape[0]
+    vals, vecs = np.linalg.eigh(0.5 * (M + M.T))
+    order = np.argsort(-vals, kind="stable")
+    vals, vecs = vals[order], vecs[:, order]
+    vals[0] = 1.0
+    vals[np.abs(vals) < 1e-12] = 0.0  # round-off of exact zeros (complete graph)
+    rest = vals[1:]
+    beta = float(np.max(np.abs(rest))) if n > 1 else 0.0
+    lam2 = float(rest[0]) if n > 1 else 0.0
+    all_eig = float(np.sum(rest**2 / (1.0 - rest**2))) / n if n > 1 else 0.0
+    zeta_modes = None
+    het = None
+    if zeta is not None:
+        Z = _as_zeta(zeta, n)
+        proj = vecs.T @ Z  # (n, d): row k is zeta_k
+        zeta_modes = np.sum(proj * proj, axis=1)
+        zeta_modes[0] = 0.0  # the mean was removed; round-off only
+        het = float(np.sum(rest**2 * zeta_modes[1:] / (1.0 - rest) ** 2)) / n
+    return SpectralProfile(
+        eigenvalues=vals,
+        eigenvectors=vecs,
+        lambda_2=lam2,
+        beta=beta,
+        spectral_gap=1.0 - beta,
+        inverse_gap=1.0 / (1.0 - beta) if beta < 1 else float("inf"),
+        all_eigenvalue=all_eig,
+        gap_heterogeneous=lam2**2 / (1.0 - lam2) ** 2,
+        heterogeneous=het,
+        zeta_modes=zeta_modes,
+        n=n,
+    )
