@@ -192,9 +192,9 @@ def _run(ctx: RunContext) -> Result:
     n_seeds = ctx.pick(smoke=3, default=5, full=10)
     block = ctx.pick(smoke=40, default=100, full=250)
     p_outs = ctx.pick(smoke=(0.01, 0.08), default=P_OUTS)
-    inits = ctx.pick(smoke=(1e-3, 1.0), default=INITS)
+    inits = ctx.pick(smoke=(1e-3, 1.0), default=(1e-3, 1.0), full=INITS)
     real = ctx.pick(smoke=("karate", "florentine"), default=REAL)
-    max_steps = ctx.pick(smoke=300, default=1500, full=4000)
+    max_steps = ctx.pick(smoke=300, default=1200, full=4000)
     rec = 10
     n_jobs = 1 if ctx.scale == "smoke" else min(2, os.cpu_count() or 1)
     seeds = list(range(n_seeds))
