@@ -4,9 +4,8 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.base import clone
-
 from deepwalk_sgns import DeepWalkSGNS, as_adjacency, random_walks, sbm_graph, sgns_matrix
+from sklearn.base import clone
 
 
 def _small(**kw):

@@ -3,8 +3,6 @@
 import networkx as nx
 import numpy as np
 import pytest
-import scipy.sparse as sp
-
 from deepwalk_sgns import (
     DeepWalkSGNS,
     alignment,
@@ -123,8 +121,8 @@ def test_target_subspace_of_an_sbm():
     np.testing.assert_allclose(np.linalg.norm(t.basis.T @ t.basis), np.sqrt(3), rtol=1e-10)
 
 
-def test_small_init_trajectory_aligns_then_recovers_blocks():
-    adj, y = sbm_graph((100,) * 4, 0.1, 0.01, seed=5)
+def test_small_init_trajectory_enters_the_target():
+    adj, _ = sbm_graph((100,) * 4, 0.1, 0.01, seed=5)
     t = target_subspace(sgns_matrix(adj, 5, 5), rank=4)
     model = DeepWalkSGNS(dim=8, init_scale=1e-3, max_steps=150, record_every=10, seed=0)
     model.fit(adj, target=t)

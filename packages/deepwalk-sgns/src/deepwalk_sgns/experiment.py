@@ -20,8 +20,14 @@ from icml26_core.stats import bootstrap_band
 
 from .graph import largest_component, random_walks, sbm_graph
 from .sgns import DeepWalkSGNS
-from .theory import cluster_ari, energy, netmf_embedding, sgns_matrix, spectral_embedding
-from .theory import target_subspace
+from .theory import (
+    cluster_ari,
+    energy,
+    netmf_embedding,
+    sgns_matrix,
+    spectral_embedding,
+    target_subspace,
+)
 
 P_IN = 0.1
 P_OUTS = (0.01, 0.02, 0.04, 0.06, 0.08)
@@ -132,7 +138,7 @@ def _one_run_inner(adj, basis, labels, init, seed, dim, max_steps, record_every)
 
 
 def _gensim(adj, basis, labels, seed, dim) -> dict[str, Any]:
-    """gensim Word2Vec(sg=1, hs=0, negative=5, window=5, workers=1) on the same walks."""
+    """Gensim Word2Vec(sg=1, hs=0, negative=5, window=5, workers=1) on the same walks."""
     from gensim.models import Word2Vec
 
     walks = random_walks(adj, WALK_LENGTH, WALKS_PER_NODE, seed=seed)
@@ -517,7 +523,9 @@ def _run(ctx: RunContext) -> Result:
         res.claims.append(Claim.all_of(statement, c4))
     else:
         res.claims.append(
-            Claim.check(statement, "no graph meets the gap assumption", {"unmet": unmet}, lambda v: None)
+            Claim.check(
+                statement, "no graph meets the gap assumption", {"unmet": unmet}, lambda v: None
+            )
         )
     res.data["gap_not_met"] = unmet
     res.data["cpu_s_sgns_runs"] = float(
@@ -526,7 +534,8 @@ def _run(ctx: RunContext) -> Result:
     res.data["cpu_s_gensim_runs"] = float(sum(g["cpu_s"] for g in gen.values()))
     res.notes.append(
         f"SGNS: d = {DIM}, T = {WINDOW}, k = {NEGATIVE}, noise ~ degree, lr {LR} per pair, "
-        f"batch min({BATCH}, 2.56 n) pairs, {WALKS_PER_NODE} walks of {WALK_LENGTH} per node, at most "
+        f"batch min({BATCH}, 2.56 n) pairs, {WALKS_PER_NODE} walks of {WALK_LENGTH} per node, "
+        "at most "
         f"{EPOCHS} epochs and {max_steps} steps; energy recorded every {rec} steps. "
         "'Informative' energy: W with its first-eigenvector (degree) part removed, in "
         "span(u2..ur); the peak and its ARI are taken at that energy's peak. "
@@ -574,7 +583,10 @@ def _figure(ctx, sbm, realres, p_outs, inits, real) -> None:
 
 EXPERIMENT = Experiment(
     name="deepwalk-sgns",
-    title="DeepWalk with negative sampling: small-init trajectories align with a fixed low-rank matrix",
+    title=(
+        "DeepWalk with negative sampling: small-init trajectories align with a fixed "
+        "low-rank matrix"
+    ),
     claim=(
         "From a small-norm initialisation, SGNS DeepWalk embeddings align with the column space "
         "of a fixed low-rank matrix (under a spectral gap), and on SBMs they recover the blocks."

@@ -45,7 +45,7 @@ def sgns_loss(
 
 
 def _scatter(idx: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
-    """sum of ``rows[b]`` into row ``idx[b]`` of an (n, d) zero matrix (bincount, exact order)."""
+    """Sum of ``rows[b]`` into row ``idx[b]`` of an (n, d) zero matrix (bincount, exact order)."""
     d = rows.shape[-1]
     flat = (idx.reshape(-1, 1) * d + np.arange(d)).ravel()
     return np.bincount(flat, weights=rows.reshape(-1), minlength=n * d).reshape(n, d)
