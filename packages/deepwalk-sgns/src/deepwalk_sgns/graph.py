@@ -91,9 +91,9 @@ def _from_edge_index(edges: np.ndarray, name: str) -> sp.csr_array:
         raise ValueError(f"{name} edge index has negative node ids")
     n = int(edges.max()) + 1
     adj = sp.csr_array((np.ones(edges.shape[1]), (edges[0], edges[1])), shape=(n, n))
-    adj = adj.maximum(adj.T).tocsr()  # undirected, duplicates and both directions once
-    adj.data[:] = np.minimum(adj.data, 1.0) if adj.nnz else adj.data
-    return sp.csr_array(adj)
+    adj = sp.csr_array(adj.maximum(adj.T))  # undirected: each edge in both directions
+    adj.data = np.minimum(adj.data, 1.0)  # a repeated column is one unweighted edge
+    return adj
 
 
 def random_walks(
