@@ -56,7 +56,7 @@ def gensim_embedding(model, n):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     graphs = {"stdlib_imports": _real_graph("stdlib_imports")}
     if not args.quick:

@@ -273,7 +273,10 @@ class DeepWalkSGNS(TransformerMixin, BaseEstimator):
                     record(step)
         record(step)
         if not (np.all(np.isfinite(W)) and np.all(np.isfinite(C))):
-            raise FloatingPointError("the embeddings diverged (non-finite); lower lr")
+            raise FloatingPointError(
+                "the embeddings diverged (non-finite); lower lr or batch_size (the step is a "
+                "sum over the batch, so a node's step grows with batch_size / n)"
+            )
         self.embedding_ = W
         self.context_ = C
         self.n_steps_ = step
