@@ -482,7 +482,7 @@ class RandomCoordinate(BCCD):
     def _generator(self) -> torch.Generator:
         st = self._gstate
         if "rng_state" in st:
-            self._gen.set_state(st["rng_state"].cpu())
+            self._gen.set_state(st["rng_state"].to(device="cpu", dtype=torch.uint8))
         return self._gen
 
     def _indices(self) -> torch.Tensor:
@@ -540,7 +540,7 @@ class SPSA(_ZerothOrder):
     def _directions(self, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         st = self._gstate
         if "rng_state" in st:
-            self._gen.set_state(st["rng_state"].cpu())
+            self._gen.set_state(st["rng_state"].to(device="cpu", dtype=torch.uint8))
         Z = torch.randn(k, self.dim, generator=self._gen, dtype=torch.float64)
         if self._first("distribution") == "rademacher":
             Z = torch.sign(Z)
