@@ -44,19 +44,24 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     n = args.steps
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, k = 32, batch 64, "
-          f"{args.repeats} interleaved rounds of {n} steps; ratio = median(B) / median(A)")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread, k = 32, batch 64, "
+        f"{args.repeats} interleaved rounds of {n} steps; ratio = median(B) / median(A)"
+    )
     for label, (d_in, hidden) in SIZES.items():
         opt, closure, batched = setup(d_in, hidden, lambda p: cocd.CoCD(p, lr=1e-4))
         c = compare_times(
             lambda: [opt.step(batched_closure=batched) for _ in range(n)],
             lambda: [opt.step(closure) for _ in range(n)],
-            repeats=args.repeats, names=("vmap", "loop"),
+            repeats=args.repeats,
+            names=("vmap", "loop"),
         )
         ev = c.speedup()
-        print(f"d = {label:>7}: CoCD vmap {1e3 * c.median_a / n:7.2f} ms/step "
-              f"({33 * n / c.median_a:8.0f} queries/s), loop {1e3 * c.median_b / n:7.2f} ms/step; "
-              f"vmap speed-up {ev.effect:.2f} [95% CI {ev.ci_low:.2f}, {ev.ci_high:.2f}]")
+        print(
+            f"d = {label:>7}: CoCD vmap {1e3 * c.median_a / n:7.2f} ms/step "
+            f"({33 * n / c.median_a:8.0f} queries/s), loop {1e3 * c.median_b / n:7.2f} ms/step; "
+            f"vmap speed-up {ev.effect:.2f} [95% CI {ev.ci_low:.2f}, {ev.ci_high:.2f}]"
+        )
         for name, make in (
             ("BCCD", lambda p: cocd.BCCD(p, lr=1e-4)),
             ("SPSA", lambda p: cocd.SPSA(p, lr=1e-6, n_directions=32)),
@@ -65,11 +70,14 @@ def main() -> None:
             c2 = compare_times(
                 lambda: [opt.step(batched_closure=batched) for _ in range(n)],
                 lambda o2=o2, b2=b2: [o2.step(batched_closure=b2) for _ in range(n)],
-                repeats=args.repeats, names=("CoCD", name),
+                repeats=args.repeats,
+                names=("CoCD", name),
             )
             e2 = c2.speedup()
-            print(f"             {name} (vmap) {1e3 * c2.median_b / n:7.2f} ms/step; "
-                  f"{name} / CoCD time {e2.effect:.2f} [95% CI {e2.ci_low:.2f}, {e2.ci_high:.2f}]")
+            print(
+                f"             {name} (vmap) {1e3 * c2.median_b / n:7.2f} ms/step; "
+                f"{name} / CoCD time {e2.effect:.2f} [95% CI {e2.ci_low:.2f}, {e2.ci_high:.2f}]"
+            )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from cocd import experiment
 @pytest.mark.slow
 def test_experiment_smoke(tmp_path):
     result = check_experiment("cocd", tmp_path)
-    assert len(result.claims) == 4
+    assert len(result.claims) == 5
     names = {row["method"] for row in result.tables[0].rows}
     assert {"CoCD", "BCCD", "SPSA (k directions)", "floor: no step (initial loss)"} <= names
     assert result.claims[2].holds  # queries per step are k + 1 at both sizes

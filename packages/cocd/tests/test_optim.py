@@ -126,11 +126,12 @@ def test_probes_touch_one_coordinate_and_restore_bitwise(make, central):
         return (w.sin().sum() + b.cos().sum()).item()
 
     opt = make([w, b], lr=0.1, block_size=6, fd_step=0.25, central=central)
-    loss, _ = opt._probe_coords(closure, None, opt._indices() if make is not CoCD
-                                else opt.next_block(), 0.25, central)
+    loss, _ = opt._probe_coords(
+        closure, None, opt._indices() if make is not CoCD else opt.next_block(), 0.25, central
+    )
     assert torch.equal(torch.cat([w.reshape(-1), b]), before)  # bitwise restored
     assert len(seen) == (12 if central else 7)
-    for s in seen[(0 if central else 1):]:
+    for s in seen[(0 if central else 1) :]:
         assert int((s != before).sum()) == 1
     if not central:
         assert torch.equal(seen[0], before)
@@ -195,6 +196,8 @@ def test_batched_closure_equals_the_loop():
     "make",
     [
         lambda p: CoCD(p, lr=0.05, block_size=3, momentum=0.9),
+        lambda p: CoCD(p, lr=0.05, block_size=4, order="permuted", seed=5),
+        lambda p: BCCD(p, lr=0.05, block_size=4, order="permuted", seed=5),
         lambda p: BCCD(p, lr=0.05, block_size=3),
         lambda p: RandomCoordinate(p, lr=0.05, block_size=3, seed=3),
         lambda p: SPSA(p, lr=0.01, n_directions=2, seed=3, distribution="rademacher"),
@@ -330,8 +333,7 @@ def test_minimize_matches_the_torch_optimizer_and_respects_budget():
         calls["n"] += 1
         return float(np.sin(z).sum() + 0.5 * (z**2).sum() + z[0] * z[1])
 
-    res = cocd.minimize(f, x0, budget=3 * 10 + 1, lr=0.05, block_size=2, fd_step=1e-3,
-                        momentum=0.5)
+    res = cocd.minimize(f, x0, budget=3 * 10 + 1, lr=0.05, block_size=2, fd_step=1e-3, momentum=0.5)
     for _ in range(res.nit):
         opt.step(lambda: smooth_loss(x))
     assert res.nit == 10 and res.nfev == calls["n"] <= 31
@@ -344,3 +346,17 @@ def test_minimize_matches_the_torch_optimizer_and_respects_budget():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cocd.minimize(f, x0, budget=100, block_size=2)
+
+
+def test_permuted_order_visits_every_coordinate_once_per_sweep():
+    x = torch.zeros(10, dtype=torch.float64)
+    opt = CoCD([x], lr=0.1, block_size=5, order="permuted", seed=2)
+    seen = []
+    for _ in range(2):
+        seen += opt.next_block().tolist()
+        opt.step(lambda: smooth_loss(x))
+    assert sorted(seen) == list(range(10)) and seen != list(range(10))
+    twin = CoCD([torch.zeros(10)], block_size=5, order="permuted", seed=2)
+    assert twin.next_block().tolist() == seen[:5]
+    with pytest.raises(ValueError, match="order"):
+        BCCD([x], block_size=2, order="random")

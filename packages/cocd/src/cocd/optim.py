@@ -213,6 +213,23 @@ class _ZerothOrder(torch.optim.Optimizer):
                 p.data.copy_(s)
         return f0, est
 
+    def _setup_order(self, order: str, seed: int) -> None:
+        order = check_choice("order", order, ("cyclic", "permuted"))
+        seed = check_int("seed", seed)
+        self.order = order
+        self._perm = (
+            torch.randperm(self.dim, generator=torch.Generator().manual_seed(seed))
+            if order == "permuted"
+            else None
+        )
+
+    def _cyclic_block(self, k: int) -> torch.Tensor:
+        """The next ``k`` coordinates of the sweep order; advances the cursor."""
+        st = self._gstate
+        pos = (int(st.get("cursor", 0)) + torch.arange(k)) % self.dim
+        st["cursor"] = int((int(pos[-1]) + 1) % self.dim)
+        return pos if self._perm is None else self._perm[pos]
+
     def _lr_of(self, a: int) -> float:
         return float(self.param_groups[self._group_of[a]]["lr"])
 
@@ -264,6 +281,10 @@ class CoCD(_ZerothOrder):
         budget: Total number of queries the run will spend. When given, ``block_size``
             is replaced by :func:`block_size_for_budget` (our rule: the smallest block
             that affords 10 sweeps); a budget below one sweep warns.
+        order: ``"cyclic"`` (blocks of consecutive flat coordinates, the paper's
+            BCCD order) or ``"permuted"`` (cyclic over one fixed random permutation of
+            the coordinates drawn from ``seed``; deterministic after construction).
+        seed: Seed of the permutation (``order="permuted"`` only).
 
     Raises:
         ValueError: If ``lr <= 0``, ``fd_step <= 0``, ``block_size`` is not in
@@ -298,6 +319,8 @@ class CoCD(_ZerothOrder):
         momentum: float = 0.0,
         normalize: bool = False,
         budget: int | None = None,
+        order: str = "cyclic",
+        seed: int = 0,
     ) -> None:
         lr, block_size, fd_step = _check_common(lr, block_size, fd_step)
         momentum = check_float("momentum", momentum, low=0.0, high=1.0, high_inclusive=False)
@@ -328,6 +351,7 @@ class CoCD(_ZerothOrder):
                 f"got {self._first('block_size')}"
             )
         self.budget = budget
+        self._setup_order(order, seed)
 
     @property
     def block_size(self) -> int:
@@ -341,8 +365,8 @@ class CoCD(_ZerothOrder):
 
     def next_block(self) -> torch.Tensor:
         """Flat indices of the block the next step refreshes (wraps around ``d``)."""
-        cursor = int(self._gstate.get("cursor", 0))
-        return (cursor + torch.arange(self.block_size)) % self.dim
+        pos = (int(self._gstate.get("cursor", 0)) + torch.arange(self.block_size)) % self.dim
+        return pos if self._perm is None else self._perm[pos]
 
     @torch.no_grad()
     def step(  # type: ignore[override]
@@ -366,7 +390,7 @@ class CoCD(_ZerothOrder):
         if closure is None and batched_closure is None:
             raise ValueError("CoCD.step needs a closure that returns the loss on a fixed batch")
         st = self._gstate
-        idx = self.next_block()
+        idx = self._cyclic_block(self.block_size)
         h, central = float(self._first("fd_step")), bool(self._first("central"))
         loss, est = self._probe_coords(closure, batched_closure, idx, h, central)
         for p in self._params:
@@ -388,7 +412,6 @@ class CoCD(_ZerothOrder):
                     buf.mul_(mu).add_(d)
                 d = buf
             p.add_(d, alpha=-group["lr"] * scale)
-        st["cursor"] = int((int(idx[-1]) + 1) % self.dim)
         st["step"] += 1
         return loss
 
@@ -406,6 +429,8 @@ class BCCD(_ZerothOrder):
         block_size: Coordinates per step, ``1 <= k <= d``.
         fd_step: Finite-difference step ``h`` (> 0).
         central: Central differences.
+        order: ``"cyclic"`` or ``"permuted"`` (a fixed random permutation), as in CoCD.
+        seed: Seed of the permutation.
 
     Raises:
         ValueError: On ``lr <= 0``, ``fd_step <= 0`` or ``block_size`` outside ``[1, d]``.
@@ -418,18 +443,21 @@ class BCCD(_ZerothOrder):
         block_size: int = 32,
         fd_step: float = 1e-2,
         central: bool = False,
+        order: str = "cyclic",
+        seed: int = 0,
     ) -> None:
         lr, block_size, fd_step = _check_common(lr, block_size, fd_step)
-        super().__init__(params, dict(lr=lr, block_size=block_size, fd_step=fd_step, central=central))
+        super().__init__(
+            params, dict(lr=lr, block_size=block_size, fd_step=fd_step, central=central)
+        )
         if block_size > self.dim:
-            raise ValueError(f"block_size must be <= the number of parameters {self.dim}, got {block_size}")
+            raise ValueError(
+                f"block_size must be <= the number of parameters {self.dim}, got {block_size}"
+            )
+        self._setup_order(order, seed)
 
     def _indices(self) -> torch.Tensor:
-        st = self._gstate
-        k = int(self._first("block_size"))
-        idx = (int(st.get("cursor", 0)) + torch.arange(k)) % self.dim
-        st["cursor"] = int((int(idx[-1]) + 1) % self.dim)
-        return idx
+        return self._cyclic_block(int(self._first("block_size")))
 
     @torch.no_grad()
     def step(  # type: ignore[override]
@@ -476,7 +504,9 @@ class RandomCoordinate(BCCD):
         central: bool = False,
         seed: int = 0,
     ) -> None:
-        super().__init__(params, lr=lr, block_size=block_size, fd_step=fd_step, central=central)
+        super().__init__(
+            params, lr=lr, block_size=block_size, fd_step=fd_step, central=central, seed=seed
+        )
         self._gen = torch.Generator().manual_seed(check_int("seed", seed))
 
     def _generator(self) -> torch.Generator:
