@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 
+import cocd
 import torch
 import torch.nn.functional as F
 from icml26_core.timing import compare_times
 from torch import nn
-
-import cocd
 
 SIZES = {"2,410": (64, 32), "25,450": (784, 32), "270,310": (784, 340)}
 
@@ -51,8 +50,8 @@ def main() -> None:
     for label, (d_in, hidden) in SIZES.items():
         opt, closure, batched = setup(d_in, hidden, lambda p: cocd.CoCD(p, lr=1e-4))
         c = compare_times(
-            lambda: [opt.step(batched_closure=batched) for _ in range(n)],
-            lambda: [opt.step(closure) for _ in range(n)],
+            lambda opt=opt, batched=batched: [opt.step(batched_closure=batched) for _ in range(n)],
+            lambda opt=opt, closure=closure: [opt.step(closure) for _ in range(n)],
             repeats=args.repeats,
             names=("vmap", "loop"),
         )
@@ -68,7 +67,9 @@ def main() -> None:
         ):
             o2, _, b2 = setup(d_in, hidden, make)
             c2 = compare_times(
-                lambda: [opt.step(batched_closure=batched) for _ in range(n)],
+                lambda opt=opt, batched=batched: [
+                    opt.step(batched_closure=batched) for _ in range(n)
+                ],
                 lambda o2=o2, b2=b2: [o2.step(batched_closure=b2) for _ in range(n)],
                 repeats=args.repeats,
                 names=("CoCD", name),

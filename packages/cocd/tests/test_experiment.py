@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
-from icml26_core.testing import check_experiment
-
 from cocd import experiment
+from icml26_core.testing import check_experiment
 
 
 @pytest.mark.slow

@@ -2,14 +2,13 @@ import io
 import math
 import warnings
 
+import cocd
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
-
-import cocd
 from cocd import BCCD, SPSA, CoCD, RandomCoordinate, RandomSubspace
+from torch import nn
 
 
 def smooth_loss(x):
@@ -126,7 +125,7 @@ def test_probes_touch_one_coordinate_and_restore_bitwise(make, central):
         return (w.sin().sum() + b.cos().sum()).item()
 
     opt = make([w, b], lr=0.1, block_size=6, fd_step=0.25, central=central)
-    loss, _ = opt._probe_coords(
+    _, _ = opt._probe_coords(
         closure, None, opt._indices() if make is not CoCD else opt.next_block(), 0.25, central
     )
     assert torch.equal(torch.cat([w.reshape(-1), b]), before)  # bitwise restored

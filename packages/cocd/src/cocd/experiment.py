@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
 from icml26_core import Claim, Experiment, Result, RunContext, Table
 
 K = 32  # block size / directions: k + 1 = 33 queries per step for every ZO method
