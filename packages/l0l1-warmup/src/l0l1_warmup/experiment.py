@@ -136,9 +136,9 @@ def _lm_setup(ctx: RunContext) -> dict[str, Any]:
         "train": corpus.tokens("train"),
         "tune": val[:half],
         "test": val[half:],
-        "steps": ctx.pick(smoke=4, default=100, full=5000),
+        "steps": ctx.pick(smoke=4, default=60, full=5000),
         "batch": ctx.pick(smoke=4, default=8, full=32),
-        "seq": ctx.pick(smoke=32, default=64, full=256),
+        "seq": ctx.pick(smoke=32, default=32, full=256),
         "size": ctx.pick(smoke="1M", default="1M", full="30M"),
         "lr": 1e-2,
         "eval_batches": ctx.pick(smoke=2, default=16, full=64),
@@ -368,6 +368,25 @@ def _methods_table(title: str, rows: dict[str, list[dict[str, float]]], floor: l
     return table
 
 
+def _run_methods(
+    methods: dict[str, str], seeds: list[int], run: Callable[[str, int], dict[str, float]],
+    progress: Any, label: str,
+) -> dict[str, list[dict[str, float]]]:
+    """Each method on each seed; a method equal to an earlier one (e.g. an estimated
+    alpha that rounds to a tuned one, or alpha = 0 = no warm-up) reuses its runs."""
+    done: dict[str, list[dict[str, float]]] = {}
+    for m in dict.fromkeys(_canonical(m) for m in methods.values()):
+        done[m] = [run(m, s) for s in progress(seeds, f"{label}: {m}")]
+    return {k: done[_canonical(m)] for k, m in methods.items()}
+
+
+def _canonical(method: str) -> str:
+    if method.startswith("ours a="):
+        alpha = float(method.split("=")[1])
+        return "none" if alpha == 0 else f"ours a={alpha:g}"
+    return method
+
+
 def _tune(
     run: Callable[[str, int], dict[str, float]], seeds: list[int], progress: Any
 ) -> tuple[str, str, dict[str, float]]:
@@ -414,7 +433,6 @@ def run(ctx: RunContext) -> Result:
         tables: list[Table] = []
         data: dict[str, Any] = {}
         match_parts, beat_parts = [], []
-        extra = ["none", "UntunedLinearWarmup", "RAdam"]
 
         # CNN on MNIST-5k
         cfg = _cnn_setup(ctx)
@@ -428,10 +446,7 @@ def run(ctx: RunContext) -> Result:
         methods = {"none": "none", f"linear (tuned: {lin.split()[1]})": lin,
                    f"ours (tuned: {ours.split()[1]})": ours, "UntunedLinearWarmup": "UntunedLinearWarmup",
                    "RAdam": "RAdam", f"ours (estimated: a={cnn_fit.alpha:.3g})": est}
-        results = {k: [] for k in methods}
-        for s in ctx.progress(test_seeds, "CNN test seeds"):
-            for k, m in methods.items():
-                results[k].append(cnn_run(m, s))
+        results = _run_methods(methods, test_seeds, cnn_run, ctx.progress, "CNN test seeds")
         floor = [_cnn_eval(_seeded(_cnn_model, s).to(device), cfg, "test", device) for s in test_seeds]
         tables.append(_methods_table(
             f"CNN on MNIST-5k: {cfg['steps']} steps of {cfg['batch']}, AdamW peak lr {cfg['lr']:g}, "
@@ -444,19 +459,18 @@ def run(ctx: RunContext) -> Result:
         # LM on Shakespeare bytes
         lcfg = _lm_setup(ctx)
         lm_tune = [1000]
-        lm_test = list(range(ctx.pick(smoke=1, default=3, full=3)))
+        lm_test = list(range(ctx.pick(smoke=1, default=5, full=5)))
         lm_run = lambda m, s: _lm_run(lcfg, m, s, device)  # noqa: E731
         llin, lours, lscore = _tune(lm_run, lm_tune, ctx.progress)
         data["lm_tuning"] = lscore
         lm_fit = _curvature_lm(ctx, lcfg, device)
         lest = f"ours a={lm_fit.alpha:.3g}"
         lmethods = {"none": "none", f"linear (tuned: {llin.split()[1]})": llin,
-                    f"ours (tuned: {lours.split()[1]})": lours, "UntunedLinearWarmup": "UntunedLinearWarmup",
-                    "RAdam": "RAdam", f"ours (estimated: a={lm_fit.alpha:.3g})": lest}
-        lresults = {k: [] for k in lmethods}
-        for s in ctx.progress(lm_test, "LM test seeds"):
-            for k, m in lmethods.items():
-                lresults[k].append(lm_run(m, s))
+                    f"ours (tuned: {lours.split()[1]})": lours,
+                    f"ours (estimated: a={lm_fit.alpha:.3g})": lest}
+        if ctx.scale == "full":  # the peers cost 2 LM runs a seed: CNN only at default
+            lmethods.update({"UntunedLinearWarmup": "UntunedLinearWarmup", "RAdam": "RAdam"})
+        lresults = _run_methods(lmethods, lm_test, lm_run, ctx.progress, "LM test seeds")
         lfloor = [_lm_floor(lcfg, s, device) for s in lm_test]
         tables.append(_methods_table(
             f"LM: tiny_llama {lcfg['size']} on Shakespeare bytes, {lcfg['steps']} steps of "
@@ -466,7 +480,6 @@ def run(ctx: RunContext) -> Result:
         m_lm, b_lm = _compare("LM", lresults, llin, lours, "t")
         match_parts.insert(0, m_lm)
         beat_parts.insert(0, b_lm)
-        del extra
 
         # curvature table and claim 1
         ctab = Table(
