@@ -26,7 +26,6 @@ import torch
 from icml26_core.datasets import load_text
 from icml26_core.lm import cosine_schedule, lm_loss, sample_batch, tiny_llama
 from icml26_core.timing import compare_times
-
 from l0l1_warmup import L0L1Warmup, estimate_constants, snapshot, top_eigenvalue
 
 
@@ -65,18 +64,27 @@ def main() -> int:
         return step
 
     print(f"torch {torch.__version__}, 1 thread, load {os.getloadavg()[0]:.1f}")
-    c = compare_times(stepper("ours"), stepper("lambda"), repeats=args.repeats, warmup=2,
-                      names=("L0L1Warmup", "LambdaLR"))
+    c = compare_times(
+        stepper("ours"),
+        stepper("lambda"),
+        repeats=args.repeats,
+        warmup=2,
+        names=("L0L1Warmup", "LambdaLR"),
+    )
     ev = c.speedup()
     print("1. training step + scheduler step (tiny_llama 1M, AdamW, 8 x 64)")
-    print(f"   L0L1Warmup {1e3 * c.median_a:.1f} ms, LambdaLR {1e3 * c.median_b:.1f} ms, "
-          f"time ratio ours/LambdaLR = {1 / ev.effect:.3f} "
-          f"[95% CI {1 / ev.ci_high:.3f}, {1 / ev.ci_low:.3f}], n = {ev.n}")
+    print(
+        f"   L0L1Warmup {1e3 * c.median_a:.1f} ms, LambdaLR {1e3 * c.median_b:.1f} ms, "
+        f"time ratio ours/LambdaLR = {1 / ev.effect:.3f} "
+        f"[95% CI {1 / ev.ci_high:.3f}, {1 / ev.ci_low:.3f}], n = {ev.n}"
+    )
 
     params = [torch.nn.Parameter(torch.zeros(4)) for _ in range(2)]
     opt = torch.optim.SGD([{"params": [p]} for p in params], lr=0.1)
     opt.step()
-    ours = L0L1Warmup(opt, 0.3, base_scheduler=cosine_schedule(opt, warmup_steps=0, total_steps=10**6))
+    ours = L0L1Warmup(
+        opt, 0.3, base_scheduler=cosine_schedule(opt, warmup_steps=0, total_steps=10**6)
+    )
     opt2 = torch.optim.SGD([{"params": [p]} for p in params], lr=0.1)
     opt2.step()
     lam = cosine_schedule(opt2, warmup_steps=0, total_steps=10**6)
@@ -89,11 +97,14 @@ def main() -> int:
         for _ in range(1000):
             lam.step()
 
-    c2 = compare_times(ours_1000, lambda_1000, repeats=args.repeats, warmup=1,
-                       names=("L0L1Warmup", "LambdaLR"))
+    c2 = compare_times(
+        ours_1000, lambda_1000, repeats=args.repeats, warmup=1, names=("L0L1Warmup", "LambdaLR")
+    )
     print("2. scheduler step alone (2 groups)")
-    print(f"   L0L1Warmup {1e3 * c2.median_a:.2f} us, LambdaLR {1e3 * c2.median_b:.2f} us per step "
-          f"(ratio {c2.median_a / c2.median_b:.2f})")
+    print(
+        f"   L0L1Warmup {1e3 * c2.median_a:.2f} us, LambdaLR {1e3 * c2.median_b:.2f} us per step "
+        f"(ratio {c2.median_a / c2.median_b:.2f})"
+    )
 
     torch.manual_seed(0)
     model = tiny_llama("1M", vocab_size=256, attn_implementation="eager")
@@ -114,15 +125,22 @@ def main() -> int:
         lm_loss(model, batch).backward()
         opt.step()
 
-    c3 = compare_times(one_hvp, one_step, repeats=max(5, args.repeats // 2), warmup=1,
-                       names=("HVP (4 x 64)", "train step (8 x 64)"))
+    c3 = compare_times(
+        one_hvp,
+        one_step,
+        repeats=max(5, args.repeats // 2),
+        warmup=1,
+        names=("HVP (4 x 64)", "train step (8 x 64)"),
+    )
     fit = estimate_constants(model, lm_loss, [small], snaps, iters=10, tol=1e-2)
     per_ck = fit.hvps / len(snaps)
     print("3. estimate_constants (eager attention)")
-    print(f"   one HVP on 4 x 64: {1e3 * c3.median_a:.0f} ms = "
-          f"{c3.median_a / c3.median_b:.2f} training steps of 8 x 64; "
-          f"{per_ck:.1f} HVPs per checkpoint (plain + preconditioned, iters=10, tol=1e-2) = "
-          f"{per_ck * c3.median_a / c3.median_b:.1f} training steps per checkpoint")
+    print(
+        f"   one HVP on 4 x 64: {1e3 * c3.median_a:.0f} ms = "
+        f"{c3.median_a / c3.median_b:.2f} training steps of 8 x 64; "
+        f"{per_ck:.1f} HVPs per checkpoint (plain + preconditioned, iters=10, tol=1e-2) = "
+        f"{per_ck * c3.median_a / c3.median_b:.1f} training steps per checkpoint"
+    )
     return 0
 
 

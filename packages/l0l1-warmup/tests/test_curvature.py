@@ -1,20 +1,23 @@
 import numpy as np
 import pytest
 import torch
-from torch.func import functional_call
-
 from l0l1_warmup import estimate_constants, fit_envelope, snapshot, top_eigenvalue
+from torch.func import functional_call
 
 
 def _mlp():
     torch.manual_seed(0)
     # 4*6 + 6 + 6*3 + 3 = 51 parameters, double precision for a tight comparison
-    return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3)).double()
+    return torch.nn.Sequential(
+        torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3)
+    ).double()
 
 
 def _batch():
     g = torch.Generator().manual_seed(1)
-    return torch.randn(32, 4, generator=g, dtype=torch.float64), torch.randint(0, 3, (32,), generator=g)
+    return torch.randn(32, 4, generator=g, dtype=torch.float64), torch.randint(
+        0, 3, (32,), generator=g
+    )
 
 
 def _loss(model, batch):
@@ -51,8 +54,10 @@ def test_preconditioned_power_iteration_matches_p_h_p():
     model, batch = _mlp(), _batch()
     H = _full_hessian(model, batch)
     g = torch.Generator().manual_seed(2)
-    v_hat = {n: torch.rand(p.shape, generator=g, dtype=torch.float64) * 1e-2 + 1e-4
-             for n, p in model.named_parameters()}
+    v_hat = {
+        n: torch.rand(p.shape, generator=g, dtype=torch.float64) * 1e-2 + 1e-4
+        for n, p in model.named_parameters()
+    }
     eps = 1e-8
     d = torch.cat([(v_hat[n].sqrt() + eps).reshape(-1) for n, _ in model.named_parameters()])
     P = torch.diag(d.rsqrt())
@@ -99,8 +104,12 @@ def test_envelope_with_negative_slope_suggests_no_warm_up():
 
 @pytest.mark.parametrize(
     ("gap", "sharp", "match"),
-    [([1.0], [1.0], "at least 2"), ([1.0, 1.0], [1.0, 2.0], "distinct"),
-     ([1.0, 2.0], [1.0], "same length"), ([1.0, np.nan], [1.0, 2.0], "finite")],
+    [
+        ([1.0], [1.0], "at least 2"),
+        ([1.0, 1.0], [1.0, 2.0], "distinct"),
+        ([1.0, 2.0], [1.0], "same length"),
+        ([1.0, np.nan], [1.0, 2.0], "finite"),
+    ],
 )
 def test_envelope_bad_input(gap, sharp, match):
     with pytest.raises(ValueError, match=match):

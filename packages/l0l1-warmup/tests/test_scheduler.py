@@ -4,7 +4,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-
 from l0l1_warmup import L0L1Warmup
 
 
@@ -173,8 +172,18 @@ def test_train_lm_steps_it_with_the_loss_and_resumes(tmp_path):
         model = TinyLM()
         opt = torch.optim.AdamW(model.parameters(), lr=0.05)
         sched = L0L1Warmup(opt, 0.5, initial_loss=math.log(16))
-        hist = train_lm(model, tokens, steps=steps, batch_size=4, seq_len=8, optimizer=opt,
-                        scheduler=sched, eval_every=5, checkpoint_dir=ckpt, resume=resume)
+        hist = train_lm(
+            model,
+            tokens,
+            steps=steps,
+            batch_size=4,
+            seq_len=8,
+            optimizer=opt,
+            scheduler=sched,
+            eval_every=5,
+            checkpoint_dir=ckpt,
+            resume=resume,
+        )
         return hist, sched, model
 
     full, s_full, m_full = run(10, False, None)

@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from l0l1_warmup import quartic_descent
 
 
@@ -24,8 +23,13 @@ def test_fixed_step_recursion_by_hand():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"x0": []}, "x0"), ({"x0": [np.inf]}, "x0"), ({"x0": [1.0], "step": [0.0]}, "step"),
-     ({"x0": [1.0], "step": "cosine"}, "step"), ({"x0": [1.0], "target": 0.0}, "target")],
+    [
+        ({"x0": []}, "x0"),
+        ({"x0": [np.inf]}, "x0"),
+        ({"x0": [1.0], "step": [0.0]}, "step"),
+        ({"x0": [1.0], "step": "cosine"}, "step"),
+        ({"x0": [1.0], "target": 0.0}, "target"),
+    ],
 )
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -142,9 +142,7 @@ def top_eigenvalue(
         missing = [n for n, _ in named if n not in v_hat]
         if missing:
             raise ValueError(f"v_hat has no entry for parameter(s) {missing[:3]}")
-        scale = [
-            (v_hat[n].to(p.device, p.dtype).sqrt() + eps).rsqrt() for n, p in named
-        ]
+        scale = [(v_hat[n].to(p.device, p.dtype).sqrt() + eps).rsqrt() for n, p in named]
     was_training = model.training
     model.eval()
     hvps = 0
@@ -301,7 +299,8 @@ class CurvatureFit:
     def alpha(self) -> float:
         """Suggested ``alpha``: from the preconditioned envelope when measured (Adam's
         step is bounded by that sharpness), else from the plain one; 0 when the fitted
-        ``K1`` is not positive."""
+        ``K1`` is not positive.
+        """
         return (self.precond_fit or self.fit).alpha
 
 

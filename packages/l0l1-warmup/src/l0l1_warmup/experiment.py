@@ -98,7 +98,9 @@ def _scheduler_factory(
             return _Dampened(base, pytorch_warmup.UntunedLinearWarmup(opt))
         if method.startswith("ours"):
             alpha = float(method.split("=")[1])
-            tracked = _Tracked(L0L1Warmup(opt, alpha, base_scheduler=base, initial_loss=initial_loss))
+            tracked = _Tracked(
+                L0L1Warmup(opt, alpha, base_scheduler=base, initial_loss=initial_loss)
+            )
             sink.append(tracked)
             return tracked
         raise ValueError(f"unknown method {method!r}")
@@ -169,7 +171,10 @@ def _lm_run(cfg: dict[str, Any], method: str, seed: int, device: Any) -> dict[st
     out = {"diverged": float(hist.diverged), "time": hist.wall_time[-1]}
     for split in ("tune", "test"):
         loss = evaluate_loss(
-            model, cfg[split], batch_size=cfg["batch"], seq_len=cfg["seq"],
+            model,
+            cfg[split],
+            batch_size=cfg["batch"],
+            seq_len=cfg["seq"],
             max_batches=cfg["eval_batches"],
         )
         out[split] = loss if math.isfinite(loss) and not hist.diverged else math.log(256)
@@ -184,7 +189,10 @@ def _lm_floor(cfg: dict[str, Any], seed: int, device: Any) -> float:
     torch.manual_seed(seed)
     model = tiny_llama(cfg["size"], vocab_size=256).to(device)
     return evaluate_loss(
-        model, cfg["test"], batch_size=cfg["batch"], seq_len=cfg["seq"],
+        model,
+        cfg["test"],
+        batch_size=cfg["batch"],
+        seq_len=cfg["seq"],
         max_batches=cfg["eval_batches"],
     )
 
@@ -309,8 +317,13 @@ def _curvature_cnn(ctx: RunContext, cfg: dict[str, Any], device: Any) -> Any:
     model, _ = _cnn_train(cfg, "none", 500, device, steps=horizon + 1, on_step=grab)
     gen = torch.Generator().manual_seed(7)
     i = torch.randint(0, len(cfg["y_train"]), (256,), generator=gen)
-    batch = (torch.as_tensor(cfg["X_train"][i], device=device), torch.as_tensor(cfg["y_train"][i], device=device))
-    return estimate_constants(model, _cnn_loss, [batch], snaps, iters=ctx.pick(smoke=3, default=20, full=30), tol=1e-3)
+    batch = (
+        torch.as_tensor(cfg["X_train"][i], device=device),
+        torch.as_tensor(cfg["y_train"][i], device=device),
+    )
+    return estimate_constants(
+        model, _cnn_loss, [batch], snaps, iters=ctx.pick(smoke=3, default=20, full=30), tol=1e-3
+    )
 
 
 def _curvature_lm(ctx: RunContext, cfg: dict[str, Any], device: Any) -> Any:
@@ -347,11 +360,19 @@ def _curvature_lm(ctx: RunContext, cfg: dict[str, Any], device: Any) -> Any:
 
 
 # -- the run --------------------------------------------------------------------------
-def _methods_table(title: str, rows: dict[str, list[dict[str, float]]], floor: list[float]) -> Table:
+def _methods_table(
+    title: str, rows: dict[str, list[dict[str, float]]], floor: list[float]
+) -> Table:
     table = Table(title, ["method", "test loss", "std", "peak rate / base", "diverged", "n"])
     table.add_row(
-        method="untrained (floor)", **{"test loss": float(np.mean(floor)), "std": float(np.std(floor)),
-        "peak rate / base": 0.0, "diverged": 0, "n": len(floor)}
+        method="untrained (floor)",
+        **{
+            "test loss": float(np.mean(floor)),
+            "std": float(np.std(floor)),
+            "peak rate / base": 0.0,
+            "diverged": 0,
+            "n": len(floor),
+        },
     )
     for name, runs in rows.items():
         vals = [r["test"] for r in runs]
@@ -369,11 +390,15 @@ def _methods_table(title: str, rows: dict[str, list[dict[str, float]]], floor: l
 
 
 def _run_methods(
-    methods: dict[str, str], seeds: list[int], run: Callable[[str, int], dict[str, float]],
-    progress: Any, label: str,
+    methods: dict[str, str],
+    seeds: list[int],
+    run: Callable[[str, int], dict[str, float]],
+    progress: Any,
+    label: str,
 ) -> dict[str, list[dict[str, float]]]:
     """Each method on each seed; a method equal to an earlier one (e.g. an estimated
-    alpha that rounds to a tuned one, or alpha = 0 = no warm-up) reuses its runs."""
+    alpha that rounds to a tuned one, or alpha = 0 = no warm-up) reuses its runs.
+    """
     done: dict[str, list[dict[str, float]]] = {}
     for m in dict.fromkeys(_canonical(m) for m in methods.values()):
         done[m] = [run(m, s) for s in progress(seeds, f"{label}: {m}")]
@@ -391,7 +416,9 @@ def _tune(
     run: Callable[[str, int], dict[str, float]], seeds: list[int], progress: Any
 ) -> tuple[str, str, dict[str, float]]:
     """Best linear length and best alpha by mean loss on the tuning split and seeds."""
-    grid = [f"linear {round(100 * f)}%" for f in LINEAR_FRACTIONS] + [f"ours a={a:g}" for a in ALPHAS]
+    grid = [f"linear {round(100 * f)}%" for f in LINEAR_FRACTIONS] + [
+        f"ours a={a:g}" for a in ALPHAS
+    ]
     score: dict[str, float] = {}
     for method in progress(grid, "tuning"):
         score[method] = float(np.mean([run(method, s)["tune"] for s in seeds]))
@@ -408,13 +435,23 @@ def _compare(
     c = [r["test"] for r in results["none"]]
     match = Claim.non_inferior(
         f"{label}: ours (best alpha of 3) matches tuned linear warm-up (best length of 3).",
-        a, b, margin=MARGIN, log_ratio=True, higher_is_better=False, test=test,
-        names=("ours", "linear warm-up"), metric=f"{label} test loss (nats)",
+        a,
+        b,
+        margin=MARGIN,
+        log_ratio=True,
+        higher_is_better=False,
+        test=test,
+        names=("ours", "linear warm-up"),
+        metric=f"{label} test loss (nats)",
     )
     beat = Claim.superior(
         f"{label}: ours beats no warm-up.",
-        a, c, higher_is_better=False, test=test,
-        names=("ours", "no warm-up"), metric=f"{label} test loss (nats)",
+        a,
+        c,
+        higher_is_better=False,
+        test=test,
+        names=("ours", "no warm-up"),
+        metric=f"{label} test loss (nats)",
     )
     return match, beat
 
@@ -443,14 +480,26 @@ def run(ctx: RunContext) -> Result:
         data["cnn_tuning"] = score
         cnn_fit = _curvature_cnn(ctx, cfg, device)
         est = f"ours a={cnn_fit.alpha:.3g}"
-        methods = {"none": "none", f"linear (tuned: {lin.split()[1]})": lin,
-                   f"ours (tuned: {ours.split()[1]})": ours, "UntunedLinearWarmup": "UntunedLinearWarmup",
-                   "RAdam": "RAdam", f"ours (estimated: a={cnn_fit.alpha:.3g})": est}
+        methods = {
+            "none": "none",
+            f"linear (tuned: {lin.split()[1]})": lin,
+            f"ours (tuned: {ours.split()[1]})": ours,
+            "UntunedLinearWarmup": "UntunedLinearWarmup",
+            "RAdam": "RAdam",
+            f"ours (estimated: a={cnn_fit.alpha:.3g})": est,
+        }
         results = _run_methods(methods, test_seeds, cnn_run, ctx.progress, "CNN test seeds")
-        floor = [_cnn_eval(_seeded(_cnn_model, s).to(device), cfg, "test", device) for s in test_seeds]
-        tables.append(_methods_table(
-            f"CNN on MNIST-5k: {cfg['steps']} steps of {cfg['batch']}, AdamW peak lr {cfg['lr']:g}, "
-            "cosine to 0.1; test-split cross-entropy (nats) over test seeds", results, floor))
+        floor = [
+            _cnn_eval(_seeded(_cnn_model, s).to(device), cfg, "test", device) for s in test_seeds
+        ]
+        tables.append(
+            _methods_table(
+                f"CNN on MNIST-5k: {cfg['steps']} steps of {cfg['batch']}, AdamW peak lr {cfg['lr']:g}, "
+                "cosine to 0.1; test-split cross-entropy (nats) over test seeds",
+                results,
+                floor,
+            )
+        )
         data["cnn"] = results
         m_cnn, b_cnn = _compare("CNN", results, lin, ours, "wilcoxon")
         match_parts.append(m_cnn)
@@ -465,17 +514,25 @@ def run(ctx: RunContext) -> Result:
         data["lm_tuning"] = lscore
         lm_fit = _curvature_lm(ctx, lcfg, device)
         lest = f"ours a={lm_fit.alpha:.3g}"
-        lmethods = {"none": "none", f"linear (tuned: {llin.split()[1]})": llin,
-                    f"ours (tuned: {lours.split()[1]})": lours,
-                    f"ours (estimated: a={lm_fit.alpha:.3g})": lest}
+        lmethods = {
+            "none": "none",
+            f"linear (tuned: {llin.split()[1]})": llin,
+            f"ours (tuned: {lours.split()[1]})": lours,
+            f"ours (estimated: a={lm_fit.alpha:.3g})": lest,
+        }
         if ctx.scale == "full":  # the peers cost 2 LM runs a seed: CNN only at default
             lmethods.update({"UntunedLinearWarmup": "UntunedLinearWarmup", "RAdam": "RAdam"})
         lresults = _run_methods(lmethods, lm_test, lm_run, ctx.progress, "LM test seeds")
         lfloor = [_lm_floor(lcfg, s, device) for s in lm_test]
-        tables.append(_methods_table(
-            f"LM: tiny_llama {lcfg['size']} on Shakespeare bytes, {lcfg['steps']} steps of "
-            f"{lcfg['batch']} x {lcfg['seq']}, AdamW peak lr {lcfg['lr']:g}, cosine to 0.1; "
-            "test-half validation loss (nats/byte)", lresults, lfloor))
+        tables.append(
+            _methods_table(
+                f"LM: tiny_llama {lcfg['size']} on Shakespeare bytes, {lcfg['steps']} steps of "
+                f"{lcfg['batch']} x {lcfg['seq']}, AdamW peak lr {lcfg['lr']:g}, cosine to 0.1; "
+                "test-half validation loss (nats/byte)",
+                lresults,
+                lfloor,
+            )
+        )
         data["lm"] = lresults
         m_lm, b_lm = _compare("LM", lresults, llin, lours, "t")
         match_parts.insert(0, m_lm)
@@ -485,34 +542,68 @@ def run(ctx: RunContext) -> Result:
         ctab = Table(
             "Curvature vs loss gap at checkpoints in the first 20% of training "
             "(least squares K0 + K1 gap, its R^2 and the slope's 95% CI; tight upper envelope)",
-            ["model", "sharpness", "K1 (LS)", "K1 CI", "K0 (LS)", "R^2", "K1 (env)", "K0 (env)", "n"],
+            [
+                "model",
+                "sharpness",
+                "K1 (LS)",
+                "K1 CI",
+                "K0 (LS)",
+                "R^2",
+                "K1 (env)",
+                "K0 (env)",
+                "n",
+            ],
         )
         curv_ev = {}
         for model_name, fit in (("LM", lm_fit), ("CNN", cnn_fit)):
-            for kind, ys, f in (("plain", fit.sharpness, fit.fit),
-                                ("Adam-preconditioned", fit.precond_sharpness, fit.precond_fit)):
+            for kind, ys, f in (
+                ("plain", fit.sharpness, fit.fit),
+                ("Adam-preconditioned", fit.precond_sharpness, fit.precond_fit),
+            ):
                 if ys is None or f is None:
                     continue
-                ev = stats.loglog_slope(fit.gap, ys, expected=0.0, tol=0.0, alternative="greater", scale="linear")
+                ev = stats.loglog_slope(
+                    fit.gap, ys, expected=0.0, tol=0.0, alternative="greater", scale="linear"
+                )
                 curv_ev[(model_name, kind)] = ev
-                ctab.add_row(model=model_name, sharpness=kind, **{
-                    "K1 (LS)": f.k1, "K1 CI": f"[{ev.ci_low:.3g}, {ev.ci_high:.3g}]", "K0 (LS)": f.k0,
-                    "R^2": f.r2, "K1 (env)": f.env_k1, "K0 (env)": f.env_k0, "n": f.n})
+                ctab.add_row(
+                    model=model_name,
+                    sharpness=kind,
+                    **{
+                        "K1 (LS)": f.k1,
+                        "K1 CI": f"[{ev.ci_low:.3g}, {ev.ci_high:.3g}]",
+                        "K0 (LS)": f.k0,
+                        "R^2": f.r2,
+                        "K1 (env)": f.env_k1,
+                        "K0 (env)": f.env_k0,
+                        "n": f.n,
+                    },
+                )
                 data[f"curvature {model_name} {kind}"] = {
-                    "gap": fit.gap.tolist(), "sharpness": np.asarray(ys).tolist(), "steps": fit.steps}
+                    "gap": fit.gap.tolist(),
+                    "sharpness": np.asarray(ys).tolist(),
+                    "steps": fit.steps,
+                }
         tables.append(ctab)
         _plot_curvature(ctx, lm_fit, cnn_fit)
-        lm_pre = lm_fit.precond_sharpness if lm_fit.precond_sharpness is not None else lm_fit.sharpness
+        lm_pre = (
+            lm_fit.precond_sharpness if lm_fit.precond_sharpness is not None else lm_fit.sharpness
+        )
         claim1 = Claim.slope(
             "Curvature grows linearly with the loss gap early in training (K1 > 0): LM, "
             "Adam-preconditioned sharpness.",
-            lm_fit.gap, lm_pre, expected=0.0, tol=0.0, alternative="greater", scale="linear",
+            lm_fit.gap,
+            lm_pre,
+            expected=0.0,
+            tol=0.0,
+            alternative="greater",
+            scale="linear",
             metric="preconditioned sharpness vs loss gap",
         )
 
         # claim 4: quartic
         grid = np.geomspace(1e-4, 1e-1, ctx.pick(smoke=7, default=31, full=61))
-        max_iter = ctx.pick(smoke=40_000, default=100_000, full=1_000_000)
+        max_iter = ctx.pick(smoke=40_000, default=500_000, full=1_000_000)
         qtab = Table(
             "GD on f(x) = x^4 (K0 = 9, K1 = 4): iterations to f <= 1e-6",
             ["x0", "(L0, L1) step", "best fixed step", "its iterations", "ratio"],
@@ -522,8 +613,15 @@ def run(ctx: RunContext) -> Result:
             ours_it = float(quartic_descent([x0], max_iter=max_iter)[0])
             fixed = quartic_descent([x0], grid, max_iter=max_iter)
             best = int(np.argmin(fixed))
-            qtab.add_row(**{"x0": x0, "(L0, L1) step": ours_it, "best fixed step": float(grid[best]),
-                            "its iterations": float(fixed[best]), "ratio": float(fixed[best] / ours_it)})
+            qtab.add_row(
+                **{
+                    "x0": x0,
+                    "(L0, L1) step": ours_it,
+                    "best fixed step": float(grid[best]),
+                    "its iterations": float(fixed[best]),
+                    "ratio": float(fixed[best] / ours_it),
+                }
+            )
             qvals[f"x0={x0:g}"] = {"adaptive": ours_it, "best fixed": float(fixed[best])}
         tables.append(qtab)
         claim4 = Claim.check(
@@ -536,15 +634,20 @@ def run(ctx: RunContext) -> Result:
         )
         claims = [
             claim1,
-            Claim.all_of("Ours (best alpha of 3) matches tuned linear warm-up (best length of 3), "
-                         "on the LM and the CNN.", match_parts),
+            Claim.all_of(
+                "Ours (best alpha of 3) matches tuned linear warm-up (best length of 3), "
+                "on the LM and the CNN.",
+                match_parts,
+            ),
             Claim.all_of("Ours beats no warm-up, on the LM and the CNN.", beat_parts),
             claim4,
         ]
-        data["config"] = {"lm": {k: v for k, v in lcfg.items() if not hasattr(v, "shape")},
-                          "cnn": {k: v for k, v in cfg.items() if not hasattr(v, "shape")},
-                          "alpha_estimated": {"lm": lm_fit.alpha, "cnn": cnn_fit.alpha},
-                          "hvps": {"lm": lm_fit.hvps, "cnn": cnn_fit.hvps}}
+        data["config"] = {
+            "lm": {k: v for k, v in lcfg.items() if not hasattr(v, "shape")},
+            "cnn": {k: v for k, v in cfg.items() if not hasattr(v, "shape")},
+            "alpha_estimated": {"lm": lm_fit.alpha, "cnn": cnn_fit.alpha},
+            "hvps": {"lm": lm_fit.hvps, "cnn": cnn_fit.hvps},
+        }
         return Result(tables=tables, claims=claims, figures=list(ctx.figures), data=data)
     finally:
         torch.set_num_threads(threads)
@@ -567,8 +670,10 @@ def _plot_curvature(ctx: RunContext, lm_fit: Any, cnn_fit: Any) -> None:
         return
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for ax, (name, fit) in zip(axes, (("LM", lm_fit), ("CNN", cnn_fit)), strict=True):
-        for ys, f, label in ((fit.sharpness, fit.fit, "plain"),
-                             (fit.precond_sharpness, fit.precond_fit, "Adam-preconditioned")):
+        for ys, f, label in (
+            (fit.sharpness, fit.fit, "plain"),
+            (fit.precond_sharpness, fit.precond_fit, "Adam-preconditioned"),
+        ):
             if ys is None:
                 continue
             pts = ax.scatter(fit.gap, ys, s=14, label=label)
