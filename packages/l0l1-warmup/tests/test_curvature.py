@@ -32,7 +32,7 @@ def _full_hessian(model, batch):
 
     def f(theta):
         parts, i = {}, 0
-        for n, s in zip(names, shapes):
+        for n, s in zip(names, shapes, strict=True):
             k = int(np.prod(s))
             parts[n] = theta[i : i + k].reshape(s)
             i += k
@@ -134,7 +134,7 @@ def test_snapshot_v_hat_is_bias_corrected_and_estimate_restores_the_model():
             p.add_(1.0)
     moved = [p.detach().clone() for p in model.parameters()]
     fit = estimate_constants(model, _loss, [batch], snaps, iters=30)
-    for p, q in zip(model.parameters(), moved):
+    for p, q in zip(model.parameters(), moved, strict=True):
         torch.testing.assert_close(p, q)
     assert fit.sharpness.shape == (4,) and fit.precond_sharpness.shape == (4,)
     assert fit.steps == [1, 2, 3, 4]

@@ -9,7 +9,9 @@ from l0l1_warmup import L0L1Warmup
 
 def _opt(lrs=(0.1,)):
     params = [torch.nn.Parameter(torch.zeros(2)) for _ in lrs]
-    return torch.optim.SGD([{"params": [p], "lr": lr} for p, lr in zip(params, lrs)], lr=lrs[0])
+    return torch.optim.SGD(
+        [{"params": [p], "lr": lr} for p, lr in zip(params, lrs, strict=True)], lr=lrs[0]
+    )
 
 
 def _drive(opt, sched, losses):
@@ -192,7 +194,7 @@ def test_train_lm_steps_it_with_the_loss_and_resumes(tmp_path):
     assert s_full.n_losses == 10 and s_res.n_losses == 10
     assert s_res.loss_ema == pytest.approx(s_full.loss_ema, rel=1e-6)
     np.testing.assert_allclose(res.step_losses, full.step_losses, rtol=1e-5)
-    for p, q in zip(m_full.parameters(), m_res.parameters()):
+    for p, q in zip(m_full.parameters(), m_res.parameters(), strict=True):
         torch.testing.assert_close(p, q)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -201,6 +202,9 @@ class EnvelopeFit:
             with the least mean height above them (a supporting line of the upper convex
             hull at the mean gap).
         n: Number of points.
+        pos_k0, pos_k1: The envelope with a positive intercept, for ``alpha``: the tight
+            one when ``env_k0 > 0``; otherwise ``K0`` = the smallest measured sharpness
+            (if positive) and ``K1`` the least slope that puts every point under the line.
     """
 
     k0: float
@@ -209,13 +213,19 @@ class EnvelopeFit:
     env_k0: float
     env_k1: float
     n: int
+    pos_k0: float = math.nan
+    pos_k1: float = math.nan
 
     @property
     def alpha(self) -> float:
-        """Suggested ``alpha = K1 / K0`` of the envelope, clipped at 0 (0: no warm-up)."""
-        if not (self.env_k0 > 0 and self.env_k1 > 0):
+        """Suggested ``alpha = K1 / K0`` of the positive-intercept envelope (0: no warm-up).
+
+        0 when the fitted ``K1`` is not positive (curvature does not grow with the gap)
+        or no positive ``K0`` exists.
+        """
+        if not (self.pos_k0 > 0 and self.pos_k1 > 0):
             return 0.0
-        return self.env_k1 / self.env_k0
+        return self.pos_k1 / self.pos_k0
 
 
 def fit_envelope(gap: Any, sharpness: Any) -> EnvelopeFit:
@@ -262,12 +272,22 @@ def fit_envelope(gap: Any, sharpness: Any) -> EnvelopeFit:
         hull.append(p)
     xm = float(x.mean())
     env_k0, env_k1 = hull[0][1], 0.0
-    for (x1, y1), (x2, y2) in zip(hull, hull[1:], strict=False):
+    for (x1, y1), (x2, y2) in pairwise(hull):
         if x1 <= xm <= x2:
             env_k1 = (y2 - y1) / (x2 - x1)
             env_k0 = y1 - env_k1 * x1
             break
-    return EnvelopeFit(float(k0), float(k1), r2, float(env_k0), float(env_k1), int(x.size))
+    pos_k0, pos_k1 = env_k0, env_k1
+    if env_k0 <= 0:
+        pos_k0 = float(y.min())
+        pos_k1 = math.nan
+        if pos_k0 > 0 and np.any(x > 0):
+            pos_k1 = float(np.max((y[x > 0] - pos_k0) / x[x > 0]))
+            if np.any(y[x <= 0] > pos_k0):
+                pos_k1 = math.nan  # a point at gap <= 0 above K0: no such line
+    return EnvelopeFit(
+        float(k0), float(k1), r2, float(env_k0), float(env_k1), int(x.size), pos_k0, pos_k1
+    )
 
 
 @dataclass(frozen=True)
@@ -297,9 +317,10 @@ class CurvatureFit:
 
     @property
     def alpha(self) -> float:
-        """Suggested ``alpha``: from the preconditioned envelope when measured (Adam's
-        step is bounded by that sharpness), else from the plain one; 0 when the fitted
-        ``K1`` is not positive.
+        """Suggested ``alpha`` (0 when the fitted ``K1`` is not positive).
+
+        From the preconditioned envelope when measured (Adam's step is bounded by that
+        sharpness), else from the plain one.
         """
         return (self.precond_fit or self.fit).alpha
 
@@ -327,10 +348,12 @@ def estimate_constants(
         loss_fn: ``loss_fn(model, batch) -> scalar tensor``.
         batches: Fixed batches defining ``f`` (keep them small: each power iteration
             costs one Hessian-vector product, about 2-3 training steps, per batch).
-        checkpoints: :class:`Snapshot`\\ s (from :func:`snapshot`) or plain
-            ``state_dict``\\ s, at least 2.
+        checkpoints: Snapshots (from :func:`snapshot`) or plain ``state_dict`` s,
+            at least 2.
         f_star: Loss floor.
-        iters, tol, seed: As in :func:`top_eigenvalue`.
+        iters: Most power iterations per eigenvalue (see :func:`top_eigenvalue`).
+        tol: Relative tolerance of the power iteration.
+        seed: Seed of the start vectors (checkpoint ``i`` uses ``seed + i``).
 
     Returns:
         The :class:`CurvatureFit`; ``.alpha`` is the suggested ``alpha``.

@@ -138,7 +138,7 @@ def _lm_setup(ctx: RunContext) -> dict[str, Any]:
         "train": corpus.tokens("train"),
         "tune": val[:half],
         "test": val[half:],
-        "steps": ctx.pick(smoke=4, default=60, full=5000),
+        "steps": ctx.pick(smoke=4, default=40, full=5000),
         "batch": ctx.pick(smoke=4, default=8, full=32),
         "seq": ctx.pick(smoke=32, default=32, full=256),
         "size": ctx.pick(smoke="1M", default="1M", full="30M"),
@@ -208,7 +208,7 @@ def _cnn_setup(ctx: RunContext) -> dict[str, Any]:
     return {
         **{f"X_{k}": X[v] for k, v in idx.items()},
         **{f"y_{k}": y[v] for k, v in idx.items()},
-        "steps": ctx.pick(smoke=12, default=300, full=3000),
+        "steps": ctx.pick(smoke=12, default=200, full=3000),
         "batch": 32,
         "lr": 3e-2,
     }
@@ -305,7 +305,7 @@ def _curvature_cnn(ctx: RunContext, cfg: dict[str, Any], device: Any) -> Any:
 
     from l0l1_warmup.curvature import estimate_constants, snapshot
 
-    n_ck = ctx.pick(smoke=3, default=20, full=20)
+    n_ck = ctx.pick(smoke=3, default=12, full=20)
     horizon = max(n_ck, int(0.2 * cfg["steps"]))
     at = set(np.linspace(1, horizon, n_ck).round().astype(int).tolist())
     snaps: list[Any] = []
@@ -322,7 +322,7 @@ def _curvature_cnn(ctx: RunContext, cfg: dict[str, Any], device: Any) -> Any:
         torch.as_tensor(cfg["y_train"][i], device=device),
     )
     return estimate_constants(
-        model, _cnn_loss, [batch], snaps, iters=ctx.pick(smoke=3, default=20, full=30), tol=1e-3
+        model, _cnn_loss, [batch], snaps, iters=ctx.pick(smoke=3, default=10, full=30), tol=1e-3
     )
 
 
@@ -332,7 +332,7 @@ def _curvature_lm(ctx: RunContext, cfg: dict[str, Any], device: Any) -> Any:
 
     from l0l1_warmup.curvature import estimate_constants, snapshot
 
-    n_ck = ctx.pick(smoke=3, default=10, full=20)
+    n_ck = ctx.pick(smoke=3, default=8, full=20)
     horizon = max(n_ck, int(0.2 * cfg["steps"]))
     at = set(np.linspace(1, horizon, n_ck).round().astype(int).tolist())
     torch.manual_seed(500)
@@ -396,8 +396,9 @@ def _run_methods(
     progress: Any,
     label: str,
 ) -> dict[str, list[dict[str, float]]]:
-    """Each method on each seed; a method equal to an earlier one (e.g. an estimated
-    alpha that rounds to a tuned one, or alpha = 0 = no warm-up) reuses its runs.
+    """Each method on each seed; equal methods share their runs.
+
+    E.g. an estimated alpha that equals a tuned one, or alpha = 0 (= no warm-up).
     """
     done: dict[str, list[dict[str, float]]] = {}
     for m in dict.fromkeys(_canonical(m) for m in methods.values()):
@@ -494,8 +495,8 @@ def run(ctx: RunContext) -> Result:
         ]
         tables.append(
             _methods_table(
-                f"CNN on MNIST-5k: {cfg['steps']} steps of {cfg['batch']}, AdamW peak lr {cfg['lr']:g}, "
-                "cosine to 0.1; test-split cross-entropy (nats) over test seeds",
+                f"CNN on MNIST-5k: {cfg['steps']} steps of {cfg['batch']}, AdamW peak lr "
+                f"{cfg['lr']:g}, cosine to 0.1; test-split cross-entropy (nats) over test seeds",
                 results,
                 floor,
             )
@@ -603,13 +604,13 @@ def run(ctx: RunContext) -> Result:
 
         # claim 4: quartic
         grid = np.geomspace(1e-4, 1e-1, ctx.pick(smoke=7, default=31, full=61))
-        max_iter = ctx.pick(smoke=40_000, default=500_000, full=1_000_000)
+        max_iter = ctx.pick(smoke=40_000, default=100_000, full=1_000_000)
         qtab = Table(
             "GD on f(x) = x^4 (K0 = 9, K1 = 4): iterations to f <= 1e-6",
             ["x0", "(L0, L1) step", "best fixed step", "its iterations", "ratio"],
         )
         qvals = {}
-        for x0 in ctx.pick(smoke=(10.0,), default=(3.0, 10.0, 30.0), full=(3.0, 10.0, 30.0)):
+        for x0 in ctx.pick(smoke=(10.0,), default=(3.0, 10.0), full=(3.0, 10.0, 30.0)):
             ours_it = float(quartic_descent([x0], max_iter=max_iter)[0])
             fixed = quartic_descent([x0], grid, max_iter=max_iter)
             best = int(np.argmin(fixed))

@@ -32,7 +32,8 @@ def quartic_descent(
         x0: Start point, shape (d,), finite.
         step: ``"l0l1"`` for ``eta_t = 1 / (k0 + k1 f(x_t))``, or fixed step sizes, a
             float or shape (m,) array of positive floats (run side by side).
-        k0, k1: The constants of the (L0, L1) bound (``9``, ``4`` hold for this ``f``).
+        k0: ``K0`` of the (L0, L1) bound (9 holds for this ``f``).
+        k1: ``K1`` of the bound (4 holds for this ``f``).
         target: Stop when ``f <= target`` (> 0).
         max_iter: Give up after this many iterations.
 
