@@ -2,11 +2,17 @@ import numpy as np
 import pytest
 import torch
 from l0l1_warmup import estimate_constants, fit_envelope, snapshot, top_eigenvalue
-
-# Small double-precision problems: one thread is faster than two (and much faster on a
-# loaded machine, where torch's worker threads spin).
-torch.set_num_threads(1)
 from torch.func import functional_call
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Small double-precision problems: one thread is faster than two (much faster on a
+    loaded machine, where torch's worker threads spin); restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _mlp():
@@ -104,6 +110,12 @@ def test_envelope_with_negative_slope_suggests_no_warm_up():
     fit = fit_envelope([2.3, 1.5, 0.5, 0.2], [2.0, 4.0, 6.5, 7.0])
     assert fit.k1 < 0 and fit.env_k1 < 0
     assert fit.alpha == 0.0
+
+
+def test_envelope_with_nonpositive_intercept_identifies_no_alpha():
+    fit = fit_envelope([2.3, 2.4, 2.5], [1.0, 2.0, 3.0])  # K1 = 10, K0 = -22
+    assert fit.env_k1 == pytest.approx(10.0) and fit.env_k0 == pytest.approx(-22.0)
+    assert np.isnan(fit.alpha)
 
 
 @pytest.mark.parametrize(

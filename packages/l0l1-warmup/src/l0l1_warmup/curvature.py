@@ -202,9 +202,6 @@ class EnvelopeFit:
             with the least mean height above them (a supporting line of the upper convex
             hull at the mean gap).
         n: Number of points.
-        pos_k0, pos_k1: The envelope with a positive intercept, for ``alpha``: the tight
-            one when ``env_k0 > 0``; otherwise ``K0`` = the smallest measured sharpness
-            (if positive) and ``K1`` the least slope that puts every point under the line.
     """
 
     k0: float
@@ -213,19 +210,21 @@ class EnvelopeFit:
     env_k0: float
     env_k1: float
     n: int
-    pos_k0: float = math.nan
-    pos_k1: float = math.nan
 
     @property
     def alpha(self) -> float:
-        """Suggested ``alpha = K1 / K0`` of the positive-intercept envelope (0: no warm-up).
+        """Suggested ``alpha = env_k1 / env_k0`` of the tight envelope.
 
-        0 when the fitted ``K1`` is not positive (curvature does not grow with the gap)
-        or no positive ``K0`` exists.
+        0 (no warm-up) when ``env_k1 <= 0``: the curvature does not grow with the gap.
+        NaN when ``env_k1 > 0`` but ``env_k0 <= 0``: the points do not identify a
+        positive ``K0`` (e.g. they span too narrow a range of gaps), so no ``alpha``
+        is suggested.
         """
-        if not (self.pos_k0 > 0 and self.pos_k1 > 0):
+        if self.env_k1 <= 0:
             return 0.0
-        return self.pos_k1 / self.pos_k0
+        if self.env_k0 <= 0:
+            return math.nan
+        return self.env_k1 / self.env_k0
 
 
 def fit_envelope(gap: Any, sharpness: Any) -> EnvelopeFit:
@@ -277,17 +276,7 @@ def fit_envelope(gap: Any, sharpness: Any) -> EnvelopeFit:
             env_k1 = (y2 - y1) / (x2 - x1)
             env_k0 = y1 - env_k1 * x1
             break
-    pos_k0, pos_k1 = env_k0, env_k1
-    if env_k0 <= 0:
-        pos_k0 = float(y.min())
-        pos_k1 = math.nan
-        if pos_k0 > 0 and np.any(x > 0):
-            pos_k1 = float(np.max((y[x > 0] - pos_k0) / x[x > 0]))
-            if np.any(y[x <= 0] > pos_k0):
-                pos_k1 = math.nan  # a point at gap <= 0 above K0: no such line
-    return EnvelopeFit(
-        float(k0), float(k1), r2, float(env_k0), float(env_k1), int(x.size), pos_k0, pos_k1
-    )
+    return EnvelopeFit(float(k0), float(k1), r2, float(env_k0), float(env_k1), int(x.size))
 
 
 @dataclass(frozen=True)
@@ -317,7 +306,7 @@ class CurvatureFit:
 
     @property
     def alpha(self) -> float:
-        """Suggested ``alpha`` (0 when the fitted ``K1`` is not positive).
+        """Suggested ``alpha`` (0: no warm-up; NaN: not identified, see ``EnvelopeFit``).
 
         From the preconditioned envelope when measured (Adam's step is bounded by that
         sharpness), else from the plain one.

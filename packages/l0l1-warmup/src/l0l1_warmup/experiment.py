@@ -480,15 +480,15 @@ def run(ctx: RunContext) -> Result:
         lin, ours, score = _tune(cnn_run, tune_seeds, ctx.progress)
         data["cnn_tuning"] = score
         cnn_fit = _curvature_cnn(ctx, cfg, device)
-        est = f"ours a={cnn_fit.alpha:.3g}"
         methods = {
             "none": "none",
             f"linear (tuned: {lin.split()[1]})": lin,
             f"ours (tuned: {ours.split()[1]})": ours,
             "UntunedLinearWarmup": "UntunedLinearWarmup",
             "RAdam": "RAdam",
-            f"ours (estimated: a={cnn_fit.alpha:.3g})": est,
         }
+        if math.isfinite(cnn_fit.alpha):  # NaN: the fit identifies no alpha (see README)
+            methods[f"ours (estimated: a={cnn_fit.alpha:.3g})"] = f"ours a={cnn_fit.alpha:.3g}"
         results = _run_methods(methods, test_seeds, cnn_run, ctx.progress, "CNN test seeds")
         floor = [
             _cnn_eval(_seeded(_cnn_model, s).to(device), cfg, "test", device) for s in test_seeds
@@ -514,13 +514,13 @@ def run(ctx: RunContext) -> Result:
         llin, lours, lscore = _tune(lm_run, lm_tune, ctx.progress)
         data["lm_tuning"] = lscore
         lm_fit = _curvature_lm(ctx, lcfg, device)
-        lest = f"ours a={lm_fit.alpha:.3g}"
         lmethods = {
             "none": "none",
             f"linear (tuned: {llin.split()[1]})": llin,
             f"ours (tuned: {lours.split()[1]})": lours,
-            f"ours (estimated: a={lm_fit.alpha:.3g})": lest,
         }
+        if math.isfinite(lm_fit.alpha):
+            lmethods[f"ours (estimated: a={lm_fit.alpha:.3g})"] = f"ours a={lm_fit.alpha:.3g}"
         if ctx.scale == "full":  # the peers cost 2 LM runs a seed: CNN only at default
             lmethods.update({"UntunedLinearWarmup": "UntunedLinearWarmup", "RAdam": "RAdam"})
         lresults = _run_methods(lmethods, lm_test, lm_run, ctx.progress, "LM test seeds")
@@ -552,6 +552,7 @@ def run(ctx: RunContext) -> Result:
                 "R^2",
                 "K1 (env)",
                 "K0 (env)",
+                "alpha (env)",
                 "n",
             ],
         )
@@ -577,6 +578,7 @@ def run(ctx: RunContext) -> Result:
                         "R^2": f.r2,
                         "K1 (env)": f.env_k1,
                         "K0 (env)": f.env_k0,
+                        "alpha (env)": f.alpha,
                         "n": f.n,
                     },
                 )
@@ -649,7 +651,13 @@ def run(ctx: RunContext) -> Result:
             "alpha_estimated": {"lm": lm_fit.alpha, "cnn": cnn_fit.alpha},
             "hvps": {"lm": lm_fit.hvps, "cnn": cnn_fit.hvps},
         }
-        return Result(tables=tables, claims=claims, figures=list(ctx.figures), data=data)
+        notes = [
+            "alpha (env) = K1/K0 of the tight envelope; 0 when K1 <= 0, nan when K0 <= 0 "
+            "(no alpha identified: then the 'ours (estimated)' row is left out)."
+        ]
+        return Result(
+            tables=tables, claims=claims, figures=list(ctx.figures), notes=notes, data=data
+        )
     finally:
         torch.set_num_threads(threads)
 
