@@ -81,13 +81,13 @@ def main() -> int:
 
     params = [torch.nn.Parameter(torch.zeros(4)) for _ in range(2)]
     opt = torch.optim.SGD([{"params": [p]} for p in params], lr=0.1)
-    opt.step()
     ours = L0L1Warmup(
         opt, 0.3, base_scheduler=cosine_schedule(opt, warmup_steps=0, total_steps=10**6)
     )
     opt2 = torch.optim.SGD([{"params": [p]} for p in params], lr=0.1)
-    opt2.step()
     lam = cosine_schedule(opt2, warmup_steps=0, total_steps=10**6)
+    opt.step()  # after the schedulers are built: no step-order warning
+    opt2.step()
 
     def ours_1000() -> None:
         for _ in range(1000):

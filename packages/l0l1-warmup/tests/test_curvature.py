@@ -109,7 +109,7 @@ def test_envelope_fit_recovers_k0_k1():
 def test_envelope_with_negative_slope_suggests_no_warm_up():
     fit = fit_envelope([2.3, 1.5, 0.5, 0.2], [2.0, 4.0, 6.5, 7.0])
     assert fit.k1 < 0 and fit.env_k1 < 0
-    assert fit.alpha == 0.0
+    assert fit.alpha == 0.0  # exact: the rule returns the literal 0.0 when K1 <= 0
 
 
 def test_envelope_with_nonpositive_intercept_identifies_no_alpha():
