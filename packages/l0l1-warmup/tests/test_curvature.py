@@ -5,16 +5,6 @@ from l0l1_warmup import estimate_constants, fit_envelope, snapshot, top_eigenval
 from torch.func import functional_call
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Small double-precision problems: one thread is faster than two (much faster on a
-    loaded machine, where torch's worker threads spin); restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _mlp():
     torch.manual_seed(0)
     # 4*6 + 6 + 6*3 + 3 = 51 parameters, double precision for a tight comparison
