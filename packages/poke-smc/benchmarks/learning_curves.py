@@ -68,7 +68,7 @@ def default_model(index: int) -> None:
         1: [cfg.task],
         2: [ShakespeareInfill(64, s, whole_words=True) for s in (2, 3, 4)],
     }[index]
-    n = cfg.n_val if index == 0 else 200
+    n = 64 if index == 0 else 200
     for task in variants:
         items = task.eval_set(n, ctx.rng(250))  # the experiment's validation stream
         exact, tok = _evaluate(model, task, items)
