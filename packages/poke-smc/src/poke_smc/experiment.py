@@ -47,14 +47,15 @@ TEMPERATURES = (0.3, 0.6, 1.0)
 """Grid of the proposal temperature (tokens and order), chosen per task on validation
 items by best-of-N's accuracy; the same proposal then serves every sampling method."""
 
-SUDOKU_BLANKS = 30
+SUDOKU_BLANKS = 24
 """Empty cells of the default-scale sudokus, chosen on validation puzzles (see
-``benchmarks/learning_curves.py``); the model does not depend on it (it is trained on
-randomly masked solved grids)."""
+``benchmarks/learning_curves.py``: of 24 to 36, the only count with exact answers); the
+model does not depend on it (it is trained on randomly masked solved grids)."""
 
 WORD_LETTERS = 3
-"""Letters of the default-scale masked words, chosen on validation windows; the model does
-not depend on it (it is trained on randomly masked windows)."""
+"""Letters of the default-scale masked words, chosen on validation windows (of 2 to 4, the
+most exact answers); the model does not depend on it (it is trained on randomly masked
+windows)."""
 
 POKE_HOLDOUT = 0.25
 """Share of the POKE inputs whose rollouts are held out to measure its predictions."""
