@@ -1,7 +1,9 @@
+import pytest
 from icml26_core.testing import check_experiment
 from poke_smc.experiment import BON, CONF, NO_LOOK, RANDOM_FLOOR, SMC, VOTE
 
 
+@pytest.mark.slow  # ~15 s of CPU (three tasks, 15 strategies); the wheel smoke runs it too
 def test_experiment_smoke(tmp_path):
     result = check_experiment("poke-smc", tmp_path)
     assert len(result.claims) == 5

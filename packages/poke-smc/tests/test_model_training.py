@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -72,13 +74,51 @@ def test_training_lowers_the_loss_on_sudoku():
     torch.manual_seed(0)
     m = MaskedDiffusionTransformer(task.vocab_size, task.seq_len, d_model=32, n_layers=2, n_heads=4)
     rng = np.random.default_rng(0)
-    hist = train_masked_diffusion(m, lambda s: task.train_batch(32, rng), 150, lr=3e-3, warmup=10)
-    assert hist.steps == 150 and not m.training
+    hist = train_masked_diffusion(m, lambda s: task.train_batch(32, rng), 80, lr=3e-3, warmup=10)
+    assert hist.steps == 80 and not m.training
     assert np.mean(hist.loss[-20:]) < 0.85 * np.mean(hist.loss[:20])
     with pytest.raises(ValueError, match="steps"):
         train_masked_diffusion(m, lambda s: task.train_batch(4, rng), 0)
 
 
+class _FakeHFMaskedLM(torch.nn.Module):
+    """A transformers-like masked LM without transformers: ``.config``, keyword inputs,
+    an output with ``.logits``; it attends to non-padding tokens and numbers positions by
+    ``position_ids``, so a padded row gives what it gives alone only if both are passed."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = SimpleNamespace(vocab_size=12, mask_token_id=3, pad_token_id=0,
+                                      eos_token_id=[2, 5])  # fmt: skip
+        self.tok = torch.nn.Embedding(12, 12)
+        self.pos = torch.nn.Embedding(16, 12)
+
+    def forward(self, input_ids, attention_mask=None, position_ids=None):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if position_ids is None:
+            position_ids = torch.arange(input_ids.shape[1]).expand_as(input_ids)
+        am = attention_mask.unsqueeze(-1).float()
+        h = self.tok(input_ids) * am
+        context = h.sum(1, keepdim=True) / am.sum(1, keepdim=True)
+        return SimpleNamespace(logits=h + context + self.pos(position_ids))
+
+
+def test_transformers_adapter_reads_the_config_and_pads_like_a_single_run():
+    torch.manual_seed(0)
+    model = TransformersMaskedLM(_FakeHFMaskedLM().eval())
+    assert (model.mask_token_id, model.vocab_size) == (3, 12)
+    assert (model.pad_token_id, model.eos_token_id) == (0, 2)  # the first of several EOS ids
+    logits = model(torch.tensor([[1, 3, 3, 2]]))
+    assert logits.shape == (1, 4, 12) and torch.isinf(logits[..., 3]).all()
+    ragged = decode(model, [[1, 4, 6, 7], [6, 7]], 3, 3, "confidence")
+    alone = decode(model, [6, 7], 3, 3, "confidence")
+    assert torch.equal(ragged.tokens[1, 2:], alone.tokens[0])
+    assert (ragged.tokens[1, :2] == model.pad_token_id).all()
+    torch.testing.assert_close(ragged.path_ll[1], alone.path_ll[0])
+
+
+@pytest.mark.slow  # importing transformers costs ~10 s of CPU; the fake above runs always
 def test_transformers_adapter_decodes():
     transformers = pytest.importorskip("transformers")
     cfg = transformers.BertConfig(vocab_size=12, hidden_size=16, num_hidden_layers=1,

@@ -55,7 +55,7 @@ def test_fit_poke_learns_a_residual_the_greedy_estimate_misses():
     # synthetic states: the future Path LL is 1.5x the greedy estimate minus 0.2 per
     # masked position; POKE must learn that correction from the features
     g = torch.Generator().manual_seed(0)
-    n, length = 2000, 8
+    n, length = 800, 8
     logp = (3 * torch.randn(n, length, 3, generator=g)).log_softmax(-1)
     masked = torch.rand(n, length, generator=g) < 0.6
     masked[:, 0] = True
