@@ -193,7 +193,7 @@ class DREAMTrainer:
             re-evaluation), aligned with ``train_idx_``.
         homogeneity_: float32 (L,) the last ``s_v``.
         anchors_: int64 (L, k_proximity + k_topology) node ids of each node's anchors at
-            the last re-evaluation (proximity ones first).
+            the last re-evaluation (proximity ones first); None if ``warmup >= epochs``.
         labels_: int64 (num_nodes,) the labels trained on last (after relabelling).
         best_epoch_: Epoch restored by checkpoint selection (-1 without ``val_mask``).
         history_: Validation accuracy per epoch.
@@ -321,7 +321,7 @@ class DREAMTrainer:
         w = torch.ones(L, device=device)
         s = torch.ones(L, device=device)
         labels = y.clone()
-        anchors = torch.empty((L, self.k_proximity + self.k_topology), dtype=torch.long)
+        anchors: torch.Tensor | None = None
         y_train = y.clone()
         for epoch in range(epochs):
             if epoch >= self.warmup and (epoch - self.warmup) % self.every == 0:
@@ -336,7 +336,7 @@ class DREAMTrainer:
         self.train_idx_ = torch.from_numpy(idx)
         self.reliability_ = w.detach().float().cpu()
         self.homogeneity_ = s.detach().float().cpu()
-        self.anchors_ = self.train_idx_[anchors.cpu()]
+        self.anchors_ = None if anchors is None else self.train_idx_[anchors.cpu()]
         self.labels_ = labels.cpu()
         self.best_epoch_ = loop.best_epoch
         self.history_ = loop.history
