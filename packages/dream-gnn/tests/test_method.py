@@ -2,7 +2,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from dream_gnn import (
     GCN,
     DREAMLoss,
@@ -16,6 +15,15 @@ from dream_gnn import (
 
 nx = pytest.importorskip("networkx")
 from torch_geometric.data import Data  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # tiny graphs: torch's thread pool only costs time on a shared 2-core machine
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _sbm(seed=0, n_per=40, C=3, p_in=0.2, p_out=0.01, n_feat=20):

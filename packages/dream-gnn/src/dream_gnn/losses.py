@@ -67,9 +67,7 @@ class DREAMLoss(nn.Module):
         super().__init__()
         self.reduction = check_choice("reduction", reduction, REDUCTIONS)
 
-    def forward(
-        self, logits: torch.Tensor, y: torch.Tensor, weights: Any = None
-    ) -> torch.Tensor:
+    def forward(self, logits: torch.Tensor, y: torch.Tensor, weights: Any = None) -> torch.Tensor:
         """See :func:`dream_loss`."""
         return dream_loss(logits, y, weights, self.reduction)
 

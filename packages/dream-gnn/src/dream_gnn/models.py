@@ -30,12 +30,16 @@ class GCN(nn.Module):
         super().__init__()
         from torch_geometric.nn import GCNConv
 
-        self.conv1 = GCNConv(check_int("in_channels", in_channels, low=1),
-                             check_int("hidden_channels", hidden_channels, low=1))
+        self.conv1 = GCNConv(
+            check_int("in_channels", in_channels, low=1),
+            check_int("hidden_channels", hidden_channels, low=1),
+        )
         self.conv2 = GCNConv(hidden_channels, check_int("out_channels", out_channels, low=2))
         self.dropout = check_float("dropout", dropout, low=0.0, high=1.0, high_inclusive=False)
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(logits, hidden)``."""
         h = F.dropout(x, self.dropout, self.training)
         h = F.relu(self.conv1(h, edge_index))

@@ -99,7 +99,7 @@ def add_label_noise(
         has_other = counts.max(axis=1) > 0
         target = np.where(has_other, counts.argmax(axis=1), -1)
         eligible = eligible[has_other[eligible]]
-    k = int(round(rate * int(m.sum())))
+    k = round(rate * int(m.sum()))
     if k > eligible.size:
         raise ValueError(
             f"rate={rate} asks for {k} corrupted labels but only {eligible.size} nodes are "

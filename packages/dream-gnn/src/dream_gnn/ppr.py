@@ -36,9 +36,10 @@ def personalized_pagerank(
     tol: float = 1e-10,
     max_iter: int = 1000,
 ) -> np.ndarray:
-    """Personalized PageRank vectors: row ``i`` is the stationary visit distribution of a
-    walk that follows a uniformly random out-edge and restarts at ``sources[i]`` with
-    probability ``alpha`` at each step.
+    """Personalized PageRank vectors, one row per source node.
+
+    Row ``i`` is the stationary visit distribution of a walk that follows a uniformly
+    random out-edge and restarts at ``sources[i]`` with probability ``alpha`` at each step.
 
     A walk at a node without out-edges restarts (the convention of
     ``networkx.pagerank(G, alpha=1 - alpha, personalization={s: 1})``, whose output each
@@ -64,7 +65,9 @@ def personalized_pagerank(
             of the node range.
     """
     n = check_int("num_nodes", num_nodes, low=1)
-    alpha = check_float("alpha", alpha, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    alpha = check_float(
+        "alpha", alpha, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+    )
     ei = _edges(edge_index, n)
     src = np.arange(n) if sources is None else np.asarray(sources, dtype=np.int64).reshape(-1)
     if src.size and (src.min() < 0 or src.max() >= n):

@@ -18,7 +18,9 @@ from dream_gnn.ppr import personalized_pagerank
 __all__ = ["DREAMTrainer", "fit_classifier"]
 
 
-def _forward(model: nn.Module, x: torch.Tensor, ei: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _forward(
+    model: nn.Module, x: torch.Tensor, ei: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     out = model(x, ei)
     if isinstance(out, tuple):
         return out[0], out[1]
@@ -49,7 +51,9 @@ def _inputs(data: Any, train_mask: Any, noisy_y: Any, val_mask: Any, device: tor
             continue
         m = torch.as_tensor(m).to(device)
         if m.shape != (n,) or m.dtype != torch.bool:
-            raise ValueError(f"{name} must be bool (num_nodes={n},), got {m.dtype} {tuple(m.shape)}")
+            raise ValueError(
+                f"{name} must be bool (num_nodes={n},), got {m.dtype} {tuple(m.shape)}"
+            )
         masks.append(m)
     if int(masks[0].sum()) == 0:
         raise ValueError("train_mask selects no node")
@@ -230,8 +234,12 @@ class DREAMTrainer:
             raise TypeError(f"relabel must be a bool, got {relabel!r}")
         self.relabel = relabel
         self.relabel_fraction = check_float(
-            "relabel_fraction", relabel_fraction, low=0.0, high=1.0,
-            low_inclusive=False, high_inclusive=False,
+            "relabel_fraction",
+            relabel_fraction,
+            low=0.0,
+            high=1.0,
+            low_inclusive=False,
+            high_inclusive=False,
         )
         self.confidence_weighted = bool(confidence_weighted)
         self.lr = check_float("lr", lr, low=0.0, low_inclusive=False)
@@ -270,7 +278,7 @@ class DREAMTrainer:
             labels = y_obs[idx_t].clone()
             if self.relabel:
                 s0 = mean_pa.gather(1, labels[:, None]).squeeze(1)
-                m = int(round(self.relabel_fraction * labels.numel()))
+                m = round(self.relabel_fraction * labels.numel())
                 low = torch.argsort(s0, stable=True)[:m]
                 labels[low] = mean_pa[low].argmax(1)
             s = mean_pa.gather(1, labels[:, None]).squeeze(1)
