@@ -1,16 +1,16 @@
 """The headline experiment of dream-gnn: `icml26 run dream-gnn`.
 
 Node classification under 40% label noise (uniform, pair, structure) on code-import
-graphs from the core (``stdlib_imports``, ``imports:scipy``, ``imports:sklearn``): a
+graphs from the core (``stdlib_imports`` and ``imports:sklearn``; full scale adds four): a
 two-layer GCN trained by DREAM against the same GCN with cross-entropy and with GCE,
 PyG's LabelPropagation on the noisy labels, the majority-class floor, and DREAM with
 one anchor standard only (the ablation). Every trained method gets the same model, the
 same initialization per seed, the same epochs (100 at default scale, 200 at full) and
-the same checkpoint selection (best accuracy on the *noisy* validation labels). No constant is tuned: DREAM's are the
-issue's defaults (k = 10 + 10, alpha = 0.15, every 10; warm-up 50 at full scale,
-30 at default scale where the run has 100 epochs), GCE's q = 0.7 is
-its paper's, the GCN's (64 hidden, dropout 0.5, Adam 0.01, weight decay 5e-4) Kipf &
-Welling's.
+the same checkpoint selection (best accuracy on the *noisy* validation labels). No
+constant is tuned: DREAM's are the issue's defaults (k = 10 + 10, alpha = 0.15, every
+10; warm-up 50 at full scale, 30 at default scale where the run has 100 epochs), GCE's
+q = 0.7 is its paper's, the GCN's (64 hidden, dropout 0.5, Adam 0.01, weight decay
+5e-4) Kipf & Welling's.
 """
 
 from __future__ import annotations
