@@ -70,7 +70,7 @@ def bench_graph(name: str) -> str:
     ev = ratio_of_medians(c.times_b, c.times_a, paired=True, names=("CE", "DREAM"))
     t_ce, t_dr = c.median_b / EPOCHS, c.median_a / EPOCHS
     a_ce, a_dr = float(np.mean(accs["CE"])), float(np.mean(accs["DREAM"]))
-    lines.append(
+    return (
         f"{name} | {t_ce:.4f} | {t_dr:.4f} | {ev.effect:.2f} [{ev.ci_low:.2f}, "
         f"{ev.ci_high:.2f}] | {a_ce:.3f} | {a_dr:.3f} | {a_dr / a_ce:.3f}"
     )
