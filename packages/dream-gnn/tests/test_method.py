@@ -1,0 +1,265 @@
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from dream_gnn import (
+    GCN,
+    DREAMLoss,
+    DREAMTrainer,
+    add_label_noise,
+    dream_loss,
+    fit_classifier,
+    gce_loss,
+    personalized_pagerank,
+)
+
+nx = pytest.importorskip("networkx")
+from torch_geometric.data import Data  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # tiny graphs: torch's thread pool only costs time on a shared 2-core machine
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _sbm(seed=0, n_per=40, C=3, p_in=0.2, p_out=0.01, n_feat=20):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(C), n_per)
+    n = y.size
+    P = np.where(y[:, None] == y[None, :], p_in, p_out)
+    A = np.triu(rng.random((n, n)) < P, 1)
+    src, dst = np.nonzero(A)
+    ei = np.concatenate([np.stack([src, dst]), np.stack([dst, src])], axis=1)
+    centers = rng.normal(size=(C, n_feat))
+    x = centers[y] * 0.5 + rng.normal(size=(n, n_feat))
+    data = Data(x=torch.tensor(x, dtype=torch.float32), edge_index=torch.tensor(ei))
+    return data, y
+
+
+def _masks(n, seed=0):
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    train = np.zeros(n, bool)
+    val = np.zeros(n, bool)
+    train[perm[: n // 2]] = True
+    val[perm[n // 2 : 3 * n // 4]] = True
+    return torch.tensor(train), torch.tensor(val)
+
+
+# ---------------------------------------------------------------- PageRank
+@pytest.mark.parametrize("dense_max", [10_000, 1])
+def test_ppr_matches_networkx(dense_max):
+    g = nx.gnp_random_graph(30, 0.1, seed=3, directed=True)
+    g.add_node(30)  # an isolated (dangling) node
+    ei = np.array(list(g.edges())).T
+    pr = personalized_pagerank(ei, 31, 0.15, dense_max=dense_max, tol=1e-13)
+    for s in (0, 5, 30):
+        ref = nx.pagerank(g, alpha=0.85, personalization={s: 1.0}, tol=1e-13, max_iter=10_000)
+        np.testing.assert_allclose(pr[s], [ref[i] for i in range(31)], atol=1e-8)
+    np.testing.assert_allclose(pr.sum(1), 1.0, atol=1e-12)
+
+
+def test_ppr_sources_and_errors():
+    ei = np.array([[0, 1, 1, 2], [1, 0, 2, 1]])
+    full = personalized_pagerank(ei, 3)
+    np.testing.assert_allclose(personalized_pagerank(ei, 3, sources=[2, 0]), full[[2, 0]])
+    with pytest.raises(ValueError, match="alpha"):
+        personalized_pagerank(ei, 3, alpha=1.0)
+    with pytest.raises(ValueError, match="edge_index"):
+        personalized_pagerank(np.array([[0], [3]]), 3)
+
+
+# ---------------------------------------------------------------- losses
+def test_dream_loss_ones_is_cross_entropy_and_weights_scale():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(7, 4, generator=g)
+    y = torch.randint(0, 4, (7,), generator=g)
+    ce = F.cross_entropy(logits, y, reduction="none")
+    torch.testing.assert_close(dream_loss(logits, y), ce.mean())
+    torch.testing.assert_close(dream_loss(logits, y, torch.ones(7)), ce.mean())
+    w = torch.rand(7, generator=g)
+    torch.testing.assert_close(dream_loss(logits, y, w, "sum"), (w * ce).sum())
+    torch.testing.assert_close(DREAMLoss("none")(logits, y, w), w * ce)
+    with pytest.raises(ValueError, match="weights"):
+        dream_loss(logits, y, -w)
+    with pytest.raises(ValueError, match="reduction"):
+        dream_loss(logits, y, w, "avg")
+
+
+def test_gce_limits():
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(9, 3, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 3, (9,), generator=g)
+    p = F.softmax(logits, 1)[torch.arange(9), y]
+    torch.testing.assert_close(gce_loss(logits, y, q=1.0), (1 - p).mean())  # MAE
+    ce = F.cross_entropy(logits, y)
+    torch.testing.assert_close(gce_loss(logits, y, q=1e-5), ce, rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- noise
+@pytest.mark.parametrize("kind", ["uniform", "pair", "structure"])
+def test_noise_rate_exact_and_mapping(kind):
+    data, y = _sbm(seed=2)
+    mask = np.zeros(y.size, bool)
+    mask[::2] = True
+    noisy = add_label_noise(y, 0.4, kind, edge_index=data.edge_index, mask=mask, seed=5)
+    flipped = noisy != y
+    assert flipped.sum() == round(0.4 * mask.sum())
+    assert not flipped[~mask].any()
+    C = 3
+    if kind == "pair":
+        np.testing.assert_array_equal(noisy[flipped], (y[flipped] + 1) % C)
+    if kind == "structure":
+        ei = data.edge_index.numpy()
+        for v in np.flatnonzero(flipped):
+            nb = np.concatenate([ei[1][ei[0] == v], ei[0][ei[1] == v]])
+            counts = np.bincount(y[nb], minlength=C)
+            counts[y[v]] = 0
+            assert noisy[v] == counts.argmax()
+    y_before = y.copy()
+    add_label_noise(y, 0.4, kind, edge_index=data.edge_index, seed=5)
+    np.testing.assert_array_equal(y, y_before)  # not mutated
+
+
+def test_noise_uniform_spreads_over_other_classes():
+    y = np.zeros(3000, dtype=np.int64)
+    y[:1] = 3
+    noisy = add_label_noise(y, 0.5, "uniform", num_classes=4, seed=0)
+    counts = np.bincount(noisy[noisy != y], minlength=4)
+    assert counts[0] < 5  # only the one node of class 3 can go to 0
+    assert all(abs(c - 500) < 100 for c in counts[1:])
+
+
+def test_noise_errors():
+    y = np.array([0, 1, 2, 0])
+    for rate in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="rate"):
+            add_label_noise(y, rate)
+    with pytest.raises(ValueError, match="kind"):
+        add_label_noise(y, 0.2, "flip")
+    with pytest.raises(ValueError, match="edge_index"):
+        add_label_noise(y, 0.2, "structure")
+    with pytest.raises(ValueError, match="edge_index"):
+        add_label_noise(y, 0.2, "structure", edge_index=np.array([[0], [9]]))
+    with pytest.raises(TypeError, match="y"):
+        add_label_noise(y.astype(float), 0.2)
+
+
+# ---------------------------------------------------------------- trainer
+def test_no_reweighting_equals_cross_entropy_training():
+    data, y = _sbm()
+    tm, vm = _masks(y.size)
+    yt = torch.tensor(y)
+    torch.manual_seed(0)
+    m1 = GCN(20, 16, 3)
+    m2 = GCN(20, 16, 3)
+    m2.load_state_dict(m1.state_dict())
+    DREAMTrainer(m1, k_proximity=3, k_topology=3, warmup=30, seed=1).fit(
+        data, tm, yt, 30, val_mask=vm
+    )
+    fit_classifier(m2, data, tm, yt, 30, loss="ce", val_mask=vm, seed=1)
+    for a, b in zip(m1.state_dict().values(), m2.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_anchors_exclude_self_and_are_labelled():
+    data, y = _sbm()
+    tm, vm = _masks(y.size)
+    torch.manual_seed(0)
+    tr = DREAMTrainer(GCN(20, 16, 3), k_proximity=4, k_topology=5, warmup=5, every=5)
+    tr.fit(data, tm, torch.tensor(y), 20, val_mask=vm)
+    L = int(tm.sum())
+    assert tr.anchors_.shape == (L, 9)
+    assert tr.reliability_.shape == (L,)
+    assert bool(tm[tr.anchors_].all())
+    assert not bool((tr.anchors_ == tr.train_idx_[:, None]).any())
+    assert tr.reliability_.mean().item() == pytest.approx(1.0, abs=1e-5)
+    # each standard's anchors are distinct nodes
+    for row in tr.anchors_:
+        assert len(set(row[:4].tolist())) == 4 and len(set(row[4:].tolist())) == 5
+
+
+def test_topology_anchors_are_top_ppr():
+    data, y = _sbm(seed=1)
+    tm, _ = _masks(y.size, seed=1)
+    torch.manual_seed(0)
+    tr = DREAMTrainer(GCN(20, 8, 3), k_proximity=0, k_topology=3, warmup=0, ppr_alpha=0.2)
+    tr.fit(data, tm, torch.tensor(y), 2)
+    idx = tr.train_idx_.numpy()
+    ppr = personalized_pagerank(data.edge_index.numpy(), y.size, 0.2, sources=idx)
+    for i, v in enumerate(idx):
+        scores = ppr[i, idx].copy()
+        scores[i] = -1
+        kth = np.sort(scores)[-3]
+        assert all(ppr[i, a] >= kth - 1e-12 for a in tr.anchors_[i].tolist())
+        assert v not in tr.anchors_[i].tolist()
+
+
+def test_clean_nodes_get_larger_weights_on_sbm():
+    data, y = _sbm(seed=4, n_per=50)
+    tm, vm = _masks(y.size, seed=4)
+    mask = (tm | vm).numpy()
+    noisy = add_label_noise(y, 0.3, "uniform", mask=mask, seed=4)
+    torch.manual_seed(0)
+    tr = DREAMTrainer(GCN(20, 16, 3), k_proximity=5, k_topology=5, warmup=20, every=10)
+    tr.fit(data, tm, torch.tensor(noisy), 60, val_mask=vm)
+    idx = tr.train_idx_.numpy()
+    clean = noisy[idx] == y[idx]
+    w = tr.reliability_.numpy()
+    assert w[clean].mean() > w[~clean].mean() + 0.3
+
+
+def test_relabel_fixes_some_noisy_labels_and_keeps_input():
+    data, y = _sbm(seed=4, n_per=50)
+    tm, vm = _masks(y.size, seed=4)
+    noisy = add_label_noise(y, 0.3, "pair", mask=(tm | vm).numpy(), seed=4)
+    noisy_t = torch.tensor(noisy)
+    torch.manual_seed(0)
+    tr = DREAMTrainer(GCN(20, 16, 3), 5, 5, warmup=20, relabel=True, relabel_fraction=0.2)
+    tr.fit(data, tm, noisy_t, 40, val_mask=vm)
+    np.testing.assert_array_equal(noisy_t.numpy(), noisy)
+    idx = tr.train_idx_.numpy()
+    changed = tr.labels_.numpy()[idx] != noisy[idx]
+    assert 0 < changed.sum() <= round(0.2 * idx.size)
+    # most relabelled nodes were noisy and now carry the true label
+    assert (tr.labels_.numpy()[idx][changed] == y[idx][changed]).mean() > 0.6
+
+
+def test_determinism():
+    data, y = _sbm()
+    tm, vm = _masks(y.size)
+    out = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        tr = DREAMTrainer(GCN(20, 16, 3), 3, 3, warmup=5, every=5, seed=7)
+        tr.fit(data, tm, torch.tensor(y), 15, val_mask=vm)
+        out.append(tr.reliability_)
+    torch.testing.assert_close(out[0], out[1])
+
+
+def test_trainer_errors():
+    data, y = _sbm(n_per=5)
+    tm, _ = _masks(y.size)
+    yt = torch.tensor(y)
+    L = int(tm.sum())
+    with pytest.raises(ValueError, match="k_proximity"):
+        DREAMTrainer(GCN(20, 4, 3), k_proximity=L, k_topology=1).fit(data, tm, yt, 2)
+    with pytest.raises(ValueError, match="k_topology"):
+        DREAMTrainer(GCN(20, 4, 3), k_proximity=1, k_topology=L).fit(data, tm, yt, 2)
+    with pytest.raises(ValueError, match="k_proximity"):
+        DREAMTrainer(GCN(20, 4, 3), k_proximity=0, k_topology=0)
+    y_missing = yt.clone()
+    y_missing[tm & (yt == 2)] = 0
+    with pytest.raises(ValueError, match="no labelled node"):
+        DREAMTrainer(GCN(20, 4, 3), 1, 1).fit(data, tm, y_missing, 2)
+    bad = Data(x=data.x, edge_index=torch.tensor([[0], [y.size]]))
+    with pytest.raises(ValueError, match="edge_index"):
+        DREAMTrainer(GCN(20, 4, 3), 1, 1).fit(bad, tm, yt, 2)
+    with pytest.raises(ValueError, match="train_mask"):
+        DREAMTrainer(GCN(20, 4, 3), 1, 1).fit(data, tm.numpy()[:-1], yt, 2)
+    with pytest.raises(ValueError, match="ppr_alpha"):
+        DREAMTrainer(GCN(20, 4, 3), ppr_alpha=0.0)
