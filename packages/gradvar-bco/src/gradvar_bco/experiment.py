@@ -27,7 +27,8 @@ from gradvar_bco.learner import TwoPointOptimisticBCO
 from gradvar_bco.protocol import run as play
 
 VALIDATION_OFFSET = 10_000  # validation seeds: seed + this; verdicts read the others
-BGD_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)  # multiples of the theory step D / (G sqrt(k T))
+# BGD's step as multiples of the theory step D / (G sqrt(k T))
+BGD_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 # step_scale of ours: the first adaptive step as a multiple of D / (k G); same grid size
 SCALE_GRID = (0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
