@@ -189,7 +189,13 @@ class PopulationOptimizer:
         while self.nfev - start + self.popsize <= budget:
             X = self.ask()
             if device is not None:
-                import torch
+                try:
+                    import torch
+                except ImportError as exc:
+                    raise ImportError(
+                        "optimize(device=...) evaluates torch batches; install torch "
+                        "(pip install torch) or call it without device"
+                    ) from exc
 
                 fx = f(torch.as_tensor(X, dtype=torch.float32, device=device))
             elif vectorized:
@@ -332,7 +338,8 @@ class ES(_Gaussian):
     Args:
         x0: Initial mean, shape ``(d,)``.
         sigma: Initial step size, ``> 0``.
-        popsize: Samples per generation (mirrored pairs); default :func:`default_popsize`.
+        popsize: Samples per generation (mirrored pairs; an odd popsize adds one unpaired
+            sample); default :func:`default_popsize`.
         eta: Mean learning rate, ``> 0``.
         eta_sigma: Step-size learning rate, ``>= 0`` (0 keeps ``sigma`` fixed).
         shaping: ``"rank"`` or ``"standardize"``.

@@ -7,8 +7,7 @@ usual baseline stopping rules, and a loop that records the cost-adjusted
 simple regret.
 
 References:
-    "Cost-aware stopping for Bayesian optimization" (ICML 2026), see
-    ``shared/papers/bo-stopping.md``.
+    "Cost-aware stopping for Bayesian optimization" (ICML 2026; abstract only).
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -19,8 +19,8 @@ multi-output model) and register BoTorch input constructors, so Ax's
 observed (transformed) value, as for BoTorch's own LogEI.
 
 References:
-    The paper: "Cost-aware stopping for Bayesian optimization" (ICML 2026), see
-    ``shared/papers/bo-stopping.md``; Xie et al. (2024), "Cost-aware Bayesian
+    The paper: "Cost-aware stopping for Bayesian optimization" (ICML 2026,
+    abstract only); Xie et al. (2024), "Cost-aware Bayesian
     optimization via the Pandora's Box Gittins index"; Ament et al. (2023),
     "Unexpected improvements to expected improvement for Bayesian optimization".
 """

@@ -21,8 +21,8 @@ The gradient is obtained by implicit differentiation of
 each evaluated as an exponential of a difference of logs.
 
 References:
-    The paper: "Cost-aware stopping for Bayesian optimization" (ICML 2026), see
-    ``shared/papers/bo-stopping.md``; the index: Weitzman (1979), "Optimal search
+    The paper: "Cost-aware stopping for Bayesian optimization" (ICML 2026,
+    abstract only); the index: Weitzman (1979), "Optimal search
     for the best alternative", and Xie et al. (2024), "Cost-aware Bayesian
     optimization via the Pandora's Box Gittins index".
 """

@@ -20,8 +20,8 @@ which uses the same optimizer (continuous or discrete) as the loop.
   threshold (Makarova et al., 2022).
 
 References:
-    The paper: "Cost-aware stopping for Bayesian optimization" (ICML 2026), see
-    ``shared/papers/bo-stopping.md``; Makarova et al. (2022), "Automatic
+    The paper: "Cost-aware stopping for Bayesian optimization" (ICML 2026,
+    abstract only); Makarova et al. (2022), "Automatic
     termination for hyperparameter optimization".
 """
 

@@ -348,7 +348,8 @@ class CoCD(_ZerothOrder):
         if self._first("block_size") > self.dim:
             raise ValueError(
                 f"block_size must be <= the number of parameters {self.dim}, "
-                f"got {self._first('block_size')}"
+                f"got {self._first('block_size')} (the default is 32: pass a smaller "
+                "block_size for a small model)"
             )
         self.budget = budget
         self._setup_order(order, seed)
@@ -452,7 +453,8 @@ class BCCD(_ZerothOrder):
         )
         if block_size > self.dim:
             raise ValueError(
-                f"block_size must be <= the number of parameters {self.dim}, got {block_size}"
+                f"block_size must be <= the number of parameters {self.dim}, got {block_size} "
+                "(the default is 32: pass a smaller block_size for a small model)"
             )
         self._setup_order(order, seed)
 

@@ -395,8 +395,8 @@ class ENMF(_NMFEstimator):
         feature_names_in_: Names of those features, when ``X`` had string column names.
 
     References:
-        eNMF: exterior nonnegative matrix factorization (ICML 2026), abstract in
-        ``papers/enmf.md``; the authors' code, github.com/roychowdhuryresearch/eNMF
+        eNMF: exterior nonnegative matrix factorization (ICML 2026; abstract
+        only); the authors' code, github.com/roychowdhuryresearch/eNMF
         (read for the algorithm; this is our own implementation, see the README).
 
     Example:

@@ -35,7 +35,7 @@ References:
     Agarwal, Dekel & Xiao (2010), Optimal algorithms for online convex optimization with
     multi-point bandit feedback, COLT. Shamir (2017), An optimal algorithm for bandit
     and zero-order convex optimization with two-point feedback, JMLR.
-    Yu, Yan & Zhao (2026), ICML (``papers/gradvar-bco.md``).
+    Yu, Yan & Zhao (2026), ICML (abstract only).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ to 0/0; ``f = +inf`` (an indicator) gives weight 0.
 
 References:
     S. Osher, H. Heaton, S. Wu Fung, "A Hamilton-Jacobi-based proximal operator",
-    PNAS 120 (2023). The ICML 2026 paper (``shared/papers/hj-prox.md``) builds
+    PNAS 120 (2023). The ICML 2026 paper (abstract only) builds
     operator splitting on it.
 """
 

@@ -44,7 +44,7 @@ that grows with the number of weights.
 1-Lipschitz and keeps gradient norms.
 
 References:
-    The paper's abstract: ``shared/papers/lipschitz-denoiser.md`` (ICML 2026).
+    The ICML 2026 paper (abstract only).
     Sedghi, Gupta, Long (2019), The singular values of convolutional layers, ICLR.
     Bernstein's inequality for functions of exponential type: Boas (1954), *Entire
     Functions*, 11.1. Schur (1911), Bemerkungen zur Theorie der beschränkten

@@ -95,7 +95,7 @@ class PermutationDenoiser(nn.Module):
             ``validate=True``) NaN/inf input or negative ``sigma`` entries.
 
     References:
-        The paper's abstract: ``shared/papers/lipschitz-denoiser.md`` (ICML 2026).
+        The ICML 2026 paper (abstract only).
 
     Example:
         >>> model = PermutationDenoiser(channels=1, features=16, depth=4).eval()

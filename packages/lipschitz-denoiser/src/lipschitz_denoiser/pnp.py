@@ -17,7 +17,7 @@ For ``y = A x + noise`` and the data term :math:`f(x) = \tfrac12\|Ax - y\|^2`:
   ``max_skip <= 0.5`` and ``lipschitz < 1``; see ``reflection_bound``).
 
 References:
-    The paper's abstract: ``shared/papers/lipschitz-denoiser.md`` (ICML 2026).
+    The ICML 2026 paper (abstract only).
     Venkatakrishnan, Bouman, Wohlberg (2013), Plug-and-play priors for model based
     reconstruction. Ryu, Liu, Wang, Chen, Wang, Yin (2019), Plug-and-play methods
     provably converge with properly trained denoisers, ICML.

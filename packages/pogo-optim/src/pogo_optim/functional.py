@@ -23,7 +23,7 @@ for ``k`` stacked parameters, one count each) when the caller must not read it o
 the host (CUDA graphs, ``torch.compile``); the base rules accept both.
 
 References:
-    POGO: the ICML 2026 paper (``papers/pogo-optim.md``; the authors' release is
+    POGO: the ICML 2026 paper (abstract only; the authors' release is
     ``pogo-torch``, https://github.com/adrianjav/pogo).
     Landing: P. Ablin, S. Vary, B. Gao, P.-A. Absil, "Infeasible deterministic,
     stochastic, and variance-reduction algorithms for optimization under

@@ -610,7 +610,7 @@ class POGO(StiefelOptimizer):
             parameter or a non-bool flag.
 
     References:
-        The ICML 2026 POGO paper (``papers/pogo-optim.md``); authors' release:
+        The ICML 2026 POGO paper (abstract only); authors' release:
         ``pogo-torch`` (https://github.com/adrianjav/pogo). Landing: Ablin et al.,
         JMLR 2024. VectorAdam: Ling et al., NeurIPS 2022.
 

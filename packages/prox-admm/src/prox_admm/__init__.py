@@ -8,7 +8,7 @@ nonconvex penalties (MCP, SCAD) are included. :mod:`prox_admm.theory` states our
 assumption, checks it numerically and gives the parameter condition.
 
 References:
-    The paper (ICML 2026, ``papers/prox-admm.md``; abstract only).
+    The paper (ICML 2026; abstract only).
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -30,7 +30,7 @@ Subproblem solvers, chosen per block from ``prox_terms`` and what the :class:`Bl
 - ``"solve"``: the user's exact solver of ``f(x) + 0.5 x^T M x + c^T x``.
 
 References:
-    The paper (ICML 2026, ``papers/prox-admm.md``): proximal ADMM for block anti-upper
+    The paper (ICML 2026): proximal ADMM for block anti-upper
     triangular constraints (abstract only; the algorithm details here are ours).
     Boyd et al. (2011), *Distributed optimization and statistical learning via ADMM*
     (residuals, stopping). Chen, He, Ye & Yuan (2016), *The direct extension of ADMM for

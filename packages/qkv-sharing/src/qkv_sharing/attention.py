@@ -29,7 +29,7 @@ RoPE (a learned rotation of the keys only).
 
 References:
     Projection sharing (Q-K=V, Q=K-V, Q=K=V) and its complementarity with GQA/MQA:
-    the ICML 2026 paper of ``shared/papers/qkv-sharing.md``.
+    the ICML 2026 paper (abstract only).
 """
 
 from __future__ import annotations

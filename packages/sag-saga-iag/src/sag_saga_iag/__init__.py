@@ -6,7 +6,7 @@ a function, scikit-learn estimators and a batched torch solver.
 
 References:
     Zhu, Heath & Mitra (ICML 2026), A short and unified convergence analysis of the SAG,
-    SAGA and IAG algorithms (abstract in ``papers/sag-saga-iag.md``).
+    SAGA and IAG algorithms (abstract only).
 """
 
 from importlib.metadata import PackageNotFoundError, version

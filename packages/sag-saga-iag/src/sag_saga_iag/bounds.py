@@ -51,7 +51,7 @@ same constants; it needs O(Q^2 n^2 log(1/eps)) steps.
 
 References:
     Zhu, Heath & Mitra (ICML 2026), a short and unified convergence analysis of the
-    SAG, SAGA and IAG algorithms (the abstract: ``papers/sag-saga-iag.md``).
+    SAG, SAGA and IAG algorithms (abstract only).
     Schmidt, Le Roux & Bach (2017), Minimizing finite sums with the stochastic average
     gradient, Math. Program. 162. Defazio, Bach & Lacoste-Julien (2014), SAGA, NeurIPS.
     Gurbuzbalaban, Ozdaglar & Parrilo (2017), On the convergence rate of incremental

@@ -11,7 +11,7 @@ IAG is SAG's update with the cyclic order; every method accepts every sampling s
 
 References:
     Zhu, Heath & Mitra (ICML 2026), unified analysis of SAG, SAGA and IAG
-    (``papers/sag-saga-iag.md``).
+    (abstract only).
     Le Roux, Schmidt & Bach (2012), SAG; Defazio, Bach & Lacoste-Julien (2014), SAGA;
     Blatt, Hero & Gauchman (2007), IAG.
 """

@@ -29,7 +29,7 @@ smooth (C^infinity) on the compact manifold and its gradient is Lipschitz there:
 setting of the convergence result for the simplified SMAVE.
 
 References:
-    SMAVE (ICML 2026), ``shared/papers/smave.md``: the MAVE criterion recast as a smooth
+    SMAVE (ICML 2026; abstract only): the MAVE criterion recast as a smooth
     maximization on the Stiefel manifold with closed-form Riemannian gradient.
     Xia, Tong, Li and Zhu (2002), "An adaptive estimation of dimension reduction
     space", JRSS-B 64(3): the MAVE criterion and its local linear fits.

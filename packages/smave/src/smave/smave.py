@@ -214,7 +214,7 @@ class SMAVE(SubspaceEstimator):
         TiedNeighborsWarning: When more than 1% of the neighbourhoods were tied.
 
     References:
-        SMAVE (ICML 2026), ``shared/papers/smave.md`` (our design where the abstract is
+        SMAVE (ICML 2026, abstract only; our design where the abstract is
         silent: see the package README). Xia, Tong, Li and Zhu (2002), JRSS-B 64(3).
         Bonnabel (2013), "Stochastic gradient descent on Riemannian manifolds", IEEE TAC.
 

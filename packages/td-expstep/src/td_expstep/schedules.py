@@ -34,7 +34,7 @@ def exponential_step_size(t: Any, eta0: Any, total_steps: int, beta: float = 1.0
 
     References:
         Li, Zhuang & Orabona (2021), "A second look at exponential and cosine step
-        sizes"; used for TD(0) in the ICML 2026 paper ``papers/td-expstep.md``.
+        sizes"; used for TD(0) in the ICML 2026 paper.
     """
     total_steps = check_int("total_steps", total_steps, low=1)
     beta = check_float("beta", beta, low=0.0, low_inclusive=False)
