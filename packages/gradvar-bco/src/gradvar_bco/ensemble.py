@@ -21,6 +21,7 @@ import numpy as np
 from icml26_core.validation import check_float, check_int
 
 from gradvar_bco.domains import Domain
+from gradvar_bco.learner import two_point_estimate
 
 __all__ = ["GradVarEnsemble"]
 
@@ -121,17 +122,7 @@ class GradVarEnsemble:
         """
         if self._u is None:
             raise RuntimeError("tell() called before ask()")
-        s = self._x.shape[0]
-        vals = []
-        for name, f in (("f1", f1), ("f2", f2)):
-            a = np.asarray(f, dtype=np.float64).reshape(-1) if np.ndim(f) <= 1 else None
-            if a is None or a.shape != (s,):
-                raise ValueError(f"{name} must have shape ({s},), got {np.shape(f)}")
-            if not np.all(np.isfinite(a)):
-                raise ValueError(f"{name} must be finite, got {a}")
-            vals.append(a)
-        k = self.domain.direction_dim
-        g = (k / (2.0 * self.delta)) * (vals[0] - vals[1])[:, None] * self._u
+        g = two_point_estimate(f1, f2, self._u, self.delta, self.domain.direction_dim)
         loss = np.einsum("sd,snd->sn", g, self._xb)
         loss -= loss.mean(axis=1, keepdims=True)
         err = loss - (self._h if self.optimistic else 0.0)

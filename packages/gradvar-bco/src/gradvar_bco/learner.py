@@ -48,6 +48,36 @@ from gradvar_bco.domains import Domain
 __all__ = ["TwoPointOptimisticBCO"]
 
 
+def two_point_estimate(f1, f2, u: np.ndarray, delta: float, k: int) -> np.ndarray:
+    """``g = (k / 2 delta) (f1 - f2) u``, one row per run, after checking the two values.
+
+    Args:
+        f1: ``f(x + delta u)``, a float or shape (n_runs,).
+        f2: ``f(x - delta u)``, same shape.
+        u: The directions, float64 (n_runs, d).
+        delta: The exploration radius.
+        k: The dimension of the direction space.
+
+    Returns:
+        float64 (n_runs, d).
+
+    Raises:
+        ValueError: If ``f1`` or ``f2`` does not hold one finite value per run.
+    """
+    s = u.shape[0]
+    vals = []
+    for name, f in (("f1", f1), ("f2", f2)):
+        a = np.asarray(f, dtype=np.float64).reshape(-1) if np.ndim(f) <= 1 else None
+        if a is None or a.shape != (s,):
+            raise ValueError(
+                f"{name} must have shape ({s},) (one value per run), got {np.shape(f)}"
+            )
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be finite, got {a}")
+        vals.append(a)
+    return (k / (2.0 * delta)) * (vals[0] - vals[1])[:, None] * u
+
+
 class TwoPointOptimisticBCO:
     """Optimistic OGD with two-point bandit feedback, with an ask/tell interface.
 
@@ -227,18 +257,7 @@ class TwoPointOptimisticBCO:
         """
         if self._u is None:
             raise RuntimeError("tell() called before ask()")
-        s = self._x.shape[0]
-        vals = []
-        for name, f in (("f1", f1), ("f2", f2)):
-            a = np.asarray(f, dtype=np.float64).reshape(-1) if np.ndim(f) <= 1 else None
-            if a is None or a.shape != (s,):
-                raise ValueError(
-                    f"{name} must have shape ({s},) (one value per run), got {np.shape(f)}"
-                )
-            if not np.all(np.isfinite(a)):
-                raise ValueError(f"{name} must be finite, got {a}")
-            vals.append(a)
-        g = (self.k / (2.0 * self.delta)) * (vals[0] - vals[1])[:, None] * self._u
+        g = two_point_estimate(f1, f2, self._u, self.delta, self.k)
         eta = self.eta()[:, None]
         m = self._hint if self.optimistic else np.zeros_like(g)
         a = np.sum((g - m) ** 2, axis=-1)
