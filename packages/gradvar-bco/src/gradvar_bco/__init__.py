@@ -1,6 +1,7 @@
 """Gradient-variation regret for two-point bandit convex optimization.
 
 Public API: the learner :class:`TwoPointOptimisticBCO` (ask/tell, vectorized over runs),
+the one-point learner :class:`OnePointBoxLinear` (linear losses on a box, with a hint),
 the ensemble :class:`GradVarEnsemble` (dynamic regret),
 the domains :class:`Ball`, :class:`Box`, :class:`Simplex`, :func:`run` and
 :func:`variation`.
@@ -11,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 from gradvar_bco.domains import Ball, Box, Domain, Simplex
 from gradvar_bco.ensemble import GradVarEnsemble
 from gradvar_bco.learner import TwoPointOptimisticBCO
+from gradvar_bco.onepoint import OnePointBoxLinear, OnePointGradientDescent
 from gradvar_bco.protocol import RunResult, run, variation
 
 try:
@@ -23,6 +25,8 @@ __all__ = [
     "Box",
     "Domain",
     "GradVarEnsemble",
+    "OnePointBoxLinear",
+    "OnePointGradientDescent",
     "RunResult",
     "Simplex",
     "TwoPointOptimisticBCO",
