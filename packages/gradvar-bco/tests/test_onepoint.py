@@ -40,7 +40,7 @@ def _second_round(outside_hint, loss, n=200_000, **kw):
 def test_estimate_is_unbiased_for_any_hint_and_baseline(hint, rate):
     loss = np.array([0.5, -1.0, 0.25])
     learner, _, g = _second_round(hint, loss, hint="none", baseline_rate=rate)
-    assert rate == 0.0 or np.std(learner._b) > 0.01  # the baseline was not zero
+    assert rate == 0.0 or np.std(learner._b) > 0.01  # exact: a literal; b was not 0
     se = g.std(axis=0, ddof=1) / np.sqrt(len(g))
     assert np.all(np.abs(g.mean(axis=0) - loss) <= 3.5 * se)
 
