@@ -239,3 +239,22 @@ def test_write_report_without_results(tmp_path):
 )
 def test_format_value(value, text):
     assert format_value(value) == text
+
+
+def test_check_claims_show_their_measured_values():
+    from icml26_core.report import claims_markdown, measured_line
+
+    c = Claim.check(
+        "bound holds",
+        "max ratio <= 1",
+        {"max ratio": 0.8123456, "runs": 10, "per run": [1.0, 2.0, 3.0], "name": "ridge"},
+        lambda v: v["max ratio"] <= 1,
+    )
+    line = measured_line(c)
+    assert line == "max ratio = 0.8123; runs = 10; per run: 3 values, mean 2; name = ridge"
+    assert "Measured: max ratio = 0.8123" in claims_markdown(Result(tables=[], claims=[c]))
+    many = Claim.check("s", "r", {f"k{i}": i for i in range(10)}, lambda v: True)
+    assert measured_line(many).endswith("; and 2 more")
+    # claims decided by a statistical builder show their evidence instead
+    sup = Claim.superior("a beats b", np.arange(8) + 1.0, np.zeros(8))
+    assert measured_line(sup) is None

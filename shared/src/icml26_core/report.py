@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table as RichTable
 
@@ -31,10 +33,37 @@ _MARKS = {HOLDS: "HOLDS", DOES_NOT_HOLD: "DOES NOT HOLD", INCONCLUSIVE: "INCONCL
 _STYLES = {HOLDS: "bold green", DOES_NOT_HOLD: "bold red", INCONCLUSIVE: "bold yellow"}
 
 
+def measured_line(c: Claim, max_items: int = 8) -> str | None:
+    """The measured values of a :meth:`Claim.check` in one line, or None for other claims.
+
+    Scalars are shown as they are (floats with 4 significant digits); a sequence as its
+    length and mean; at most ``max_items`` entries, then a count of the rest (all of
+    them stay in ``result.json``).
+    """
+    if c.evidence is not None or c.parts or not c.values:
+        return None
+    items = []
+    for k, v in c.values.items():
+        if isinstance(v, list | tuple | np.ndarray):
+            a = np.asarray(v, dtype=object).ravel()
+            nums = [float(x) for x in a if isinstance(x, int | float | np.number)]
+            mean = f", mean {format_value(float(np.mean(nums)))}" if len(nums) == len(a) else ""
+            items.append(f"{k}: {len(a)} values{mean}")
+        elif isinstance(v, Mapping):
+            items.append(f"{k}: {len(v)} entries")
+        else:
+            items.append(f"{k} = {format_value(v)}")
+    rest = len(items) - max_items
+    return "; ".join(items[:max_items]) + (f"; and {rest} more" if rest > 0 else "")
+
+
 def _claim_lines(c: Claim, indent: str = "") -> list[str]:
     lines = [f"{indent}- **{_MARKS[c.verdict]}**: {c.statement}  "]
     if c.evidence is not None:
         lines.append(f"{indent}  Evidence: {c.evidence.summary()}; {c.evidence.reason}.  ")
+    measured = measured_line(c)
+    if measured:
+        lines.append(f"{indent}  Measured: {measured}.  ")
     lines.append(f"{indent}  Rule: {c.rule}")
     for part in c.parts:
         lines += _claim_lines(part, indent + "  ")
@@ -111,6 +140,9 @@ def _print_claim(c: Claim, console: Console, indent: str = "") -> None:
     console.print(f"{indent}[{style}]{c.verdict.upper()}[/{style}]: {c.statement}", highlight=False)
     if c.evidence is not None:
         console.print(f"{indent}  {c.evidence.summary()}; {c.evidence.reason}", highlight=False)
+    measured = measured_line(c)
+    if measured:
+        console.print(f"{indent}  measured: {measured}", highlight=False)
     console.print(f"{indent}  [dim]rule: {c.rule}[/dim]", highlight=False)
     for part in c.parts:
         _print_claim(part, console, indent + "  ")
