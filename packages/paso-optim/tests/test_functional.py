@@ -20,11 +20,19 @@ CASES = [
         {"momentum": 0.8, "nesterov": True},
     ),
     ("adam", {}, torch.optim.Adam, {}),
-    ("adam", {"weight_decay": 0.05, "betas": (0.8, 0.99)}, torch.optim.Adam,
-     {"weight_decay": 0.05, "betas": (0.8, 0.99)}),
+    (
+        "adam",
+        {"weight_decay": 0.05, "betas": (0.8, 0.99)},
+        torch.optim.Adam,
+        {"weight_decay": 0.05, "betas": (0.8, 0.99)},
+    ),
     ("adamw", {}, torch.optim.AdamW, {}),
-    ("adamw", {"weight_decay": 0.1, "eps": 1e-6}, torch.optim.AdamW,
-     {"weight_decay": 0.1, "eps": 1e-6}),
+    (
+        "adamw",
+        {"weight_decay": 0.1, "eps": 1e-6},
+        torch.optim.AdamW,
+        {"weight_decay": 0.1, "eps": 1e-6},
+    ),
 ]
 
 

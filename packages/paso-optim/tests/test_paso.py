@@ -38,14 +38,17 @@ def torch_reference(name, T, dtype=torch.float32, **kw):
 
 
 @pytest.mark.parametrize(
-    "name,kw", [("adamw", {"lr": 1e-2, "weight_decay": 0.01}), ("sgd", {"lr": 0.1, "momentum": 0.9})]
+    "name,kw",
+    [("adamw", {"lr": 1e-2, "weight_decay": 0.01}), ("sgd", {"lr": 0.1, "momentum": 0.9})],
 )
 def test_tol_zero_equals_torch_optim(name, kw):
     T = 40
     ref = torch_reference(name, T, **kw)
     for backend in ("vmap", "serial"):
         m = make()
-        res = PASO(m, loss_fn, batch_fn, optimizer=name, window=8, tol=0.0, backend=backend, **kw).run(T)
+        res = PASO(
+            m, loss_fn, batch_fn, optimizer=name, window=8, tol=0.0, backend=backend, **kw
+        ).run(T)
         assert res.rounds <= T and res.grad_evals >= T
         assert (res.params - ref).abs().max() < 1e-6
         loaded = torch.cat([p.detach().reshape(-1) for p in m.parameters()])
@@ -57,7 +60,9 @@ def test_vmap_equals_serial_and_saves_rounds():
     out = {}
     for backend in ("vmap", "serial"):
         m = make()
-        out[backend] = PASO(m, loss_fn, batch_fn, "adam", lr=1e-2, window=8, tol=1e-9, backend=backend).run(T)
+        out[backend] = PASO(
+            m, loss_fn, batch_fn, "adam", lr=1e-2, window=8, tol=1e-9, backend=backend
+        ).run(T)
     assert (out["vmap"].params - out["serial"].params).abs().max() < 1e-6
     assert out["vmap"].rounds < T
 
@@ -79,7 +84,9 @@ def test_scheduler_at_true_step_index():
         opt.step()
         lr_s.step()
     ref = torch.cat([p.detach().reshape(-1) for p in m.parameters()])
-    res = PASO(make(), loss_fn, batch_fn, "adam", lr=1e-2, window=6, tol=0.0, scheduler=sched).run(T)
+    res = PASO(make(), loss_fn, batch_fn, "adam", lr=1e-2, window=6, tol=0.0, scheduler=sched).run(
+        T
+    )
     assert (res.params - ref).abs().max() < 1e-6
 
 
