@@ -51,6 +51,8 @@ MIN_REDUCTION = 3.0  # claim 1: the issue's threshold
 
 @dataclass
 class Task:
+    """One training task: model factory, train/test tensors, steps, batch and lr."""
+
     name: str
     make_model: Callable[[], Any]
     X: Any  # train inputs (torch)
@@ -362,7 +364,8 @@ def run(ctx: RunContext) -> Result:
         n = len(seeds)
         c1.append(
             Claim.superior(
-                f"{task.name}: PASO reaches step {task.steps} in >= {MIN_REDUCTION:g}x fewer rounds",
+                f"{task.name}: PASO reaches step {task.steps} in >= {MIN_REDUCTION:g}x "
+                "fewer rounds",
                 pm["reduction"],
                 [MIN_REDUCTION] * n,
                 names=(main, "3x"),

@@ -182,8 +182,9 @@ def adamw(
 def make_optimizer(
     name: str, lr: float, schedule: Schedule | None = None, **hyper: Any
 ) -> FunctionalOptimizer:
-    """Build a functional optimizer by name: ``"sgd"`` (``momentum=`` for heavy ball),
-    ``"adam"`` or ``"adamw"``, with torch's keyword arguments.
+    """Build a functional optimizer by name, with torch's keyword arguments.
+
+    ``"sgd"`` (``momentum=`` for heavy ball), ``"adam"`` or ``"adamw"``.
 
     Raises:
         ValueError: If ``name`` is not one of :data:`OPTIMIZERS`.
