@@ -6,7 +6,12 @@ optimizer steps by solving the triangular system of steps with
 
 - ``backend="vmap"``: one ``torch.func.vmap(torch.func.grad(...))`` over
   ``torch.func.functional_call`` (the window and its batches stacked), on one device;
-- ``backend="serial"``: one ``torch.func.grad`` per window row (the reference).
+- ``backend="serial"``: one ``torch.func.grad`` per window row (the reference);
+- ``backend="distributed"``: the window split in contiguous blocks over the ranks of an
+  initialised ``torch.distributed`` process group (gloo on CPU, NCCL on GPU, e.g. started
+  by ``torchrun``); each rank computes its block with ``vmap``, the blocks are
+  all-gathered, and every rank rolls the same window forward (identical results on all
+  ranks, no parameter broadcast needed).
 
 Requirements made explicit: the batch of step ``t`` is a deterministic function
 ``batch_fn(t)`` (checked by calling it twice), the model's buffers do not change in
@@ -28,7 +33,7 @@ from torch import nn
 from paso_optim.functional import FunctionalOptimizer, Schedule, make_optimizer
 from paso_optim.solver import solve_triangular
 
-BACKENDS = ("vmap", "serial")
+BACKENDS = ("vmap", "serial", "distributed")
 
 
 @dataclass
@@ -118,7 +123,9 @@ class PASO:
             authors' option), in ``[0, 1)``, or None (fixed).
         error_scale: Factor on the error (the authors use 1e6; the default 1 keeps ``tol``
             in units of squared parameter change per parameter).
-        backend: ``"vmap"`` (the window in one vectorised call) or ``"serial"``.
+        backend: ``"vmap"`` (the window in one vectorised call), ``"serial"`` or
+            ``"distributed"`` (the window split over the ranks of an initialised
+            ``torch.distributed`` group; every rank gets the same result).
         scheduler: ``t -> factor`` of ``lr`` at the true (0-based) step index, or None.
         check_determinism: Call ``batch_fn(0)`` twice and refuse a non-deterministic one.
         **hyper: Further optimizer arguments (``betas``, ``weight_decay``, ``momentum``...).
@@ -160,6 +167,15 @@ class PASO:
         self.ema_decay = ema_decay
         self.error_scale = check_float("error_scale", error_scale, low=0.0, low_inclusive=False)
         self.backend = check_choice("backend", backend, BACKENDS)
+        if self.backend == "distributed":
+            import torch.distributed as dist
+
+            if not (dist.is_available() and dist.is_initialized()):
+                raise ValueError(
+                    "backend='distributed' needs an initialised torch.distributed process "
+                    "group: call torch.distributed.init_process_group (e.g. under torchrun) "
+                    "on every rank before building PASO"
+                )
         if isinstance(optimizer, FunctionalOptimizer):
             self.optimizer = optimizer
         elif isinstance(optimizer, str):
@@ -239,6 +255,11 @@ class PASO:
     # -- gradients of a window ------------------------------------------------------
     def grad_fn(self, X: torch.Tensor, ts: list[int]) -> torch.Tensor:
         """Gradients of the step-``ts[i]`` losses at rows ``X[i]``; ``X``: ``(p, n)``."""
+        if self.backend == "distributed":
+            return self._distributed_grads(X, ts)
+        return self._local_grads(X, ts)
+
+    def _local_grads(self, X: torch.Tensor, ts: list[int]) -> torch.Tensor:
         batches = [self.batch_fn(t) for t in ts]
         if self.backend == "serial" or len(ts) == 1:
             return torch.stack([self._grad(X[i], b) for i, b in enumerate(batches)])
@@ -250,6 +271,20 @@ class PASO:
                 f"{ts[-1]} differ ({e}); use equal batch sizes or backend='serial'"
             ) from None
         return self._vgrad(X, stacked)
+
+    def _distributed_grads(self, X: torch.Tensor, ts: list[int]) -> torch.Tensor:
+        import torch.distributed as dist
+
+        world, rank = dist.get_world_size(), dist.get_rank()
+        p, n = X.shape
+        per = -(-p // world)  # rows per rank, the last ranks may get fewer (or none)
+        lo, hi = min(rank * per, p), min((rank + 1) * per, p)
+        local = torch.zeros(per, n, dtype=X.dtype, device=X.device)
+        if hi > lo:
+            local[: hi - lo] = self._local_grads(X[lo:hi], ts[lo:hi])
+        blocks = [torch.empty_like(local) for _ in range(world)]
+        dist.all_gather(blocks, local)
+        return torch.cat(blocks)[:p]
 
     def run(self, steps: int) -> PasoResult:
         """Train for ``steps`` optimizer steps; loads the final parameters into the model.
