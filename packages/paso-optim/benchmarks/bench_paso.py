@@ -1,6 +1,6 @@
 """PASO's rounds and wall time against sequential ``torch.optim.Adam``, per window and backend.
 
-Digits MLP 64-128-10, Adam lr 1e-3, batch 64, ``T`` steps (default 300), tol 1e-9, one
+Digits MLP 64-128-10, Adam lr 1e-3, batch 64, ``T`` steps (default 200), tol 1e-9, one
 torch thread. For each window ``P`` and backend (``vmap``, ``serial``) the PASO run and the
 sequential ``torch.optim.Adam`` run (the peer) are timed interleaved in one process after
 a warm-up (:func:`icml26_core.timing.compare_times`); the table gives ``T / rounds`` and
@@ -9,7 +9,7 @@ A second part times the parallel piece alone: the gradients of 8 window rows in 
 ``vmap`` call against 8 single-gradient calls. Targets of the issue: ``T / rounds >= 3``
 at P = 8 and vmap wall time <= 0.6x sequential.
 
-    uv run python packages/paso-optim/benchmarks/bench_paso.py [--steps 300] [--repeats 5]
+    uv run python packages/paso-optim/benchmarks/bench_paso.py [--steps 200] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from torch import nn
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     torch.set_num_threads(1)
