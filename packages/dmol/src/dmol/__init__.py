@@ -1,4 +1,7 @@
-"""depth-progressive monotonic learning: local belief objectives refined across depth, unlocked block updates"""
+"""DMoL: depth-progressive monotonic learning.
+
+Local belief objectives refined across depth, unlocked block updates.
+"""
 
 from importlib.metadata import PackageNotFoundError, version
 

@@ -288,7 +288,8 @@ def run(ctx: RunContext) -> Result:
 
     # graphs
     gt = Table(
-        f"graphs: GCN test accuracy on stdlib_imports (20% labelled, {graph['epochs']} epochs, mean over splits)",
+        f"graphs: GCN test accuracy on stdlib_imports (20% labelled, {graph['epochs']} "
+        "epochs, mean over splits)",
         ["method", "depth", "test accuracy", "min", "CPU ms / epoch", "n"],
     )
     gt.add_row(
@@ -335,7 +336,8 @@ def run(ctx: RunContext) -> Result:
 
     # images
     it = Table(
-        f"images: MNIST-5k test accuracy ({image['n_train']}/{image['n_test']}, residual MLP of 8 blocks, "
+        f"images: MNIST-5k test accuracy ({image['n_train']}/{image['n_test']}, "
+        "residual MLP of 8 blocks, "
         f"{image['epochs']} epochs, mean over seeds)",
         ["method", "test accuracy", "min", "CPU ms / step", "n"],
     )
@@ -386,7 +388,8 @@ def run(ctx: RunContext) -> Result:
 
     # diffusion
     ft = Table(
-        f"diffusion: held-out DDPM noise-prediction MSE on digits 8x8 ({diff['steps']} steps, mean over seeds)",
+        f"diffusion: held-out DDPM noise-prediction MSE on digits 8x8 ({diff['steps']} "
+        "steps, mean over seeds)",
         ["method", "held-out MSE", "max", "CPU ms / step", "n"],
     )
     ft.add_row(
@@ -432,8 +435,10 @@ def run(ctx: RunContext) -> Result:
             "the network never changes the objective at the moment of growth.",
             [
                 Claim.check(
-                    "The trained local objectives are non-increasing in depth (every task, every seed).",
-                    f"max over tasks, seeds and depths of (L_l - L_(l-1)) / L_(l-1), on the training data "
+                    "The trained local objectives are non-increasing in depth "
+                    "(every task, every seed).",
+                    "max over tasks, seeds and depths of (L_l - L_(l-1)) / L_(l-1), "
+                    "on the training data "
                     f"in eval mode, <= {MONOTONE_TOL} (our tolerance)",
                     {
                         "max relative rise": worst,
@@ -444,7 +449,8 @@ def run(ctx: RunContext) -> Result:
                 Claim.check(
                     "Growing the network leaves the objective unchanged at the moment of growth.",
                     f"max |L_after - L_before| over every growth event <= {GROW_TOL} "
-                    "(zero-initialised heads: holds by construction unless the implementation is wrong)",
+                    "(zero-initialised heads: holds by construction unless the "
+                    "implementation is wrong)",
                     {"max jump": jump, "growth events": len(image["grow_jumps"])},
                     lambda v: v["max jump"] <= GROW_TOL,
                 ),
@@ -452,9 +458,11 @@ def run(ctx: RunContext) -> Result:
         )
     )
     notes = [
-        "Constants (lr, widths, epochs) are the issue's or common defaults, not tuned on the test data.",
-        "All methods of a task share the blocks; BP + PairNorm is the standard over-smoothing remedy "
-        "(our implementation of PairNorm 'PN'); DGL is DMoL without belief refinement (the ablation).",
+        "Constants (lr, widths, epochs) are the issue's or common defaults, not tuned on "
+        "the test data.",
+        "All methods of a task share the blocks; BP + PairNorm is the standard "
+        "over-smoothing remedy (our implementation of PairNorm 'PN'); DGL is DMoL "
+        "without belief refinement (the ablation).",
     ]
     data = {
         "graph_acc": {f"{m}@{d}": v for (m, d), v in graph["acc"].items()},

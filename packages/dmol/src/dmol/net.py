@@ -203,4 +203,5 @@ class DMoLNet(nn.Module):
         return [*self.blocks[index].parameters(), *self.heads[index].parameters()]
 
     def extra_repr(self) -> str:
+        """Depth and belief, for ``repr``."""
         return f"depth={self.depth}, belief={self.belief!r}"

@@ -118,7 +118,11 @@ class DMoLTrainer:
 
     @torch.no_grad()
     def objectives(self, x: torch.Tensor, y: torch.Tensor, *context: Any) -> torch.Tensor:
-        """The local objectives ``loss_fn(z_l, y)`` at every depth, in eval mode, shape ``(depth,)``."""
+        """The local objectives ``loss_fn(z_l, y)`` at every depth, in eval mode.
+
+        Returns:
+            Shape ``(depth,)``, detached.
+        """
         was = self.net.training
         self.net.eval()
         try:
