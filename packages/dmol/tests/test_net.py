@@ -110,6 +110,14 @@ def test_trainer_follows_growth_and_truncation():
     assert net.heads[-1].weight.grad is not None
     net.truncate(1)
     assert trainer.step(x, y).shape == (1,)
+    # a block added after the cut gets its own optimizer, which updates it
+    block, head = dmol.ResidualMLPBlock(8), nn.Linear(8, 4)
+    net.grow(block, head)
+    before = [p.detach().clone() for p in block.parameters()]
+    trainer.step(x, y)  # the zeroed head moves first (the block's gradient is 0 through it)
+    assert torch.count_nonzero(head.weight) > 0
+    trainer.step(x, y)
+    assert any(not torch.allclose(a, b) for a, b in zip(before, block.parameters(), strict=True))
 
 
 def test_one_block_equals_ordinary_training():

@@ -72,22 +72,24 @@ class DMoLTrainer:
         self.net = net
         self.loss_fn = loss_fn
         self.optimizer_factory = optimizer_factory
-        self._optimizers: list[tuple[int, torch.optim.Optimizer]] = []
+        # (block, its optimizer): the block itself, not its id, so that a new block made
+        # after a truncation never inherits a freed block's optimizer
+        self._optimizers: list[tuple[nn.Module | None, torch.optim.Optimizer | None]] = []
 
     def optimizer(self, index: int) -> torch.optim.Optimizer:
         """The optimizer of block ``index`` (made on first use)."""
-        block_id = id(self.net.blocks[index])
+        block = self.net.blocks[index]
         while len(self._optimizers) <= index:
-            self._optimizers.append((-1, None))  # type: ignore[arg-type]
+            self._optimizers.append((None, None))
         owner, opt = self._optimizers[index]
-        if owner != block_id:
+        if owner is not block or opt is None:
             opt = self.optimizer_factory(self.net.block_parameters(index))
             if not isinstance(opt, torch.optim.Optimizer):
                 raise TypeError(
                     "optimizer_factory: must return a torch.optim.Optimizer, got "
                     f"{type(opt).__name__}"
                 )
-            self._optimizers[index] = (block_id, opt)
+            self._optimizers[index] = (block, opt)
         return opt
 
     def step(self, x: torch.Tensor, y: torch.Tensor, *context: Any) -> torch.Tensor:
