@@ -1,0 +1,192 @@
+"""Ready-made blocks and nets for the experiment: residual MLPs, GCN layers, a denoiser.
+
+Every builder returns a :class:`~dmol.DMoLNet` whose heads are ``nn.Linear`` layers
+zeroed at initialisation (:func:`~dmol.net.zero_head_`), so every belief starts at 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from icml26_core.validation import check_choice, check_float, check_int
+from torch import nn
+
+from dmol.net import DMoLNet, zero_head_
+
+__all__ = [
+    "GCNLayer",
+    "PairNorm",
+    "ResidualMLPBlock",
+    "TimeMLPBlock",
+    "gcn_net",
+    "mlp_net",
+    "normalized_adjacency",
+    "time_embedding",
+]
+
+
+class ResidualMLPBlock(nn.Module):
+    """``h + W_2 relu(W_1 LayerNorm(h))``: a pre-norm residual MLP block, width ``dim``."""
+
+    def __init__(self, dim: int, expansion: int = 2) -> None:
+        super().__init__()
+        dim = check_int("dim", dim, low=1)
+        self.norm = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, expansion * dim)
+        self.fc2 = nn.Linear(expansion * dim, dim)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """``(..., dim) -> (..., dim)``."""
+        return h + self.fc2(torch.relu(self.fc1(self.norm(h))))
+
+
+class TimeMLPBlock(nn.Module):
+    """A residual MLP block that also reads a time embedding: ``block(h, t_emb)``.
+
+    The first block (``in_dim != dim``) also embeds the input (a noisy image): it
+    returns ``W_in x + W_t t_emb`` followed by the residual update.
+    """
+
+    def __init__(self, dim: int, time_dim: int, in_dim: int | None = None) -> None:
+        super().__init__()
+        self.inp = None if in_dim is None else nn.Linear(in_dim, dim)
+        self.time = nn.Linear(time_dim, dim)
+        self.body = ResidualMLPBlock(dim)
+
+    def forward(self, h: torch.Tensor, t_emb: torch.Tensor) -> torch.Tensor:
+        """``h`` ``(B, in_dim or dim)``, ``t_emb`` ``(B, time_dim)`` -> ``(B, dim)``."""
+        if self.inp is not None:
+            h = self.inp(h)
+        return self.body(h + self.time(t_emb))
+
+
+def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """The GCN propagation matrix ``D^{-1/2} (A + I) D^{-1/2}`` as a sparse COO tensor.
+
+    Args:
+        edge_index: Long tensor ``(2, E)`` of directed edges (list both directions for
+            an undirected graph); duplicates are merged.
+        num_nodes: Number of nodes ``n``.
+
+    Returns:
+        A coalesced sparse float32 tensor of shape ``(n, n)`` (Kipf & Welling 2017).
+    """
+    n = check_int("num_nodes", num_nodes, low=1)
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
+        raise ValueError(f"edge_index: expected shape (2, E), got {tuple(edge_index.shape)}")
+    loops = torch.arange(n, dtype=edge_index.dtype, device=edge_index.device)
+    idx = torch.cat([edge_index, torch.stack([loops, loops])], dim=1)
+    a = torch.sparse_coo_tensor(
+        idx, torch.ones(idx.shape[1], device=idx.device), (n, n), check_invariants=False
+    )
+    a = a.coalesce()
+    idx = a.indices()
+    deg = torch.zeros(n, device=idx.device).index_add_(
+        0, idx[0], torch.ones_like(idx[0], dtype=torch.float32)
+    )
+    w = deg[idx[0]].rsqrt() * deg[idx[1]].rsqrt()
+    return torch.sparse_coo_tensor(idx, w, (n, n), check_invariants=False).coalesce()
+
+
+class PairNorm(nn.Module):
+    """PairNorm (Zhao & Akoglu 2020, "PN" mode) on node features ``(n, d)``.
+
+    Centres the features over nodes, then rescales so that the mean squared row norm
+    is ``scale**2``.
+    """
+
+    def __init__(self, scale: float = 1.0) -> None:
+        super().__init__()
+        self.scale = check_float("scale", scale, low=0.0, low_inclusive=False)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """``(n, d) -> (n, d)``."""
+        h = h - h.mean(dim=0, keepdim=True)
+        return self.scale * h / (1e-6 + h.pow(2).sum(dim=1).mean()).sqrt()
+
+
+class GCNLayer(nn.Module):
+    """One GCN layer, ``relu(A_hat dropout(h) W)``, of a plain deep GCN.
+
+    Its head (a linear layer) reads the ReLU output. Call as ``layer(h, adj)`` with
+    ``adj`` from :func:`normalized_adjacency`; ``h`` may be a sparse COO tensor (e.g.
+    bag-of-words node features).
+    """
+
+    def __init__(
+        self, in_dim: int, out_dim: int, *, dropout: float = 0.5, pairnorm: bool = False
+    ) -> None:
+        super().__init__()
+        self.lin = nn.Linear(
+            check_int("in_dim", in_dim, low=1), check_int("out_dim", out_dim, low=1)
+        )
+        self.dropout = nn.Dropout(
+            check_float("dropout", dropout, low=0.0, high=1.0, high_inclusive=False)
+        )
+        self.norm = PairNorm() if pairnorm else None
+
+    def forward(self, h: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
+        """``h`` ``(n, in_dim)`` (dense or sparse), ``adj`` ``(n, n)`` -> ``(n, out_dim)``."""
+        if h.is_sparse:  # sparse input features (bag of words): dropout on the stored values
+            h = h.coalesce()
+            h = torch.sparse_coo_tensor(
+                h.indices(), self.dropout(h.values()), h.shape, check_invariants=False
+            )
+            h = torch.sparse.mm(h, self.lin.weight.t()) + self.lin.bias
+        else:
+            h = self.lin(self.dropout(h))
+        h = torch.sparse.mm(adj, h)
+        if self.norm is not None:
+            h = self.norm(h)
+        return torch.relu(h)
+
+
+def _heads(dim: int, out_dim: int, depth: int) -> list[nn.Module]:
+    return [zero_head_(nn.Linear(dim, out_dim)) for _ in range(depth)]
+
+
+def mlp_net(
+    in_dim: int, dim: int, out_dim: int, depth: int, *, belief: str = "additive"
+) -> DMoLNet:
+    """A residual MLP as a DMoLNet of ``depth`` blocks.
+
+    Block 1 is ``relu(Linear(in_dim, dim))``, blocks 2..L are :class:`ResidualMLPBlock`;
+    every head is a zeroed ``Linear(dim, out_dim)``.
+    """
+    depth = check_int("depth", depth, low=1)
+    blocks: list[nn.Module] = [nn.Sequential(nn.Linear(in_dim, dim), nn.ReLU())]
+    blocks += [ResidualMLPBlock(dim) for _ in range(depth - 1)]
+    return DMoLNet(blocks, _heads(dim, out_dim, depth), belief=belief)
+
+
+def gcn_net(
+    in_dim: int,
+    dim: int,
+    out_dim: int,
+    depth: int,
+    *,
+    dropout: float = 0.5,
+    pairnorm: bool = False,
+    belief: str = "additive",
+) -> DMoLNet:
+    """A plain deep GCN as a DMoLNet of ``depth`` :class:`GCNLayer` blocks of width ``dim``.
+
+    The first block reads ``in_dim`` features; each block has a zeroed
+    ``Linear(dim, out_dim)`` head. Blocks are called as ``block(h, adj)``.
+    """
+    depth = check_int("depth", depth, low=1)
+    check_choice("belief", belief, ("additive", "independent"))
+    blocks = [
+        GCNLayer(in_dim if i == 0 else dim, dim, dropout=dropout, pairnorm=pairnorm)
+        for i in range(depth)
+    ]
+    return DMoLNet(blocks, _heads(dim, out_dim, depth), belief=belief)
+
+
+def time_embedding(t: torch.Tensor, dim: int, max_period: float = 1000.0) -> torch.Tensor:
+    """Sinusoidal embedding of integer steps ``t`` (shape ``(B,)``) -> ``(B, dim)``."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(max_period) * torch.arange(half, dtype=torch.float32) / half)
+    args = t.float()[:, None] * freqs[None]
+    return torch.cat([torch.cos(args), torch.sin(args)], dim=1)
