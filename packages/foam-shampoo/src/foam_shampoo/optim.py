@@ -83,9 +83,7 @@ def _eigh(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return eig.clamp_min(0.0), Q
 
 
-def matrix_inverse_root(
-    A: torch.Tensor, damping: float = 1e-6, *, root: int = 4
-) -> torch.Tensor:
+def matrix_inverse_root(A: torch.Tensor, damping: float = 1e-6, *, root: int = 4) -> torch.Tensor:
     """``(A + damping * lambda_max(A) I)^(-1/root)`` of a symmetric PSD matrix.
 
     Args:
