@@ -1,0 +1,94 @@
+"""Time per step of FOAM against our Shampoo f=1 and f=10, pytorch_optimizer's Shampoo
+(f=1) and SOAP (f=10), on one square weight matrix of side n (so both factors are n x n).
+
+Gradients are a fixed stream ``G_t = A Z_t B`` (Z_t Gaussian, A and B fixed with a
+decaying spectrum), so the statistics settle as in training. Each optimizer first takes
+``--warmup`` untimed steps; then every round times one block of ``--block`` steps of each
+method, the methods in a rotated order each round (all of them under the same load, as
+:func:`icml26_core.timing.compare_times` does for two). Ratios are median(other) /
+median(FOAM) over the rounds, with the paired bootstrap 95% CI of
+:func:`icml26_core.stats.ratio_of_medians`. One torch thread, float32, CPU.
+
+    uv run python packages/foam-shampoo/benchmarks/step_time.py [--sizes 256 784 1024 2048]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from foam_shampoo import FOAM, Shampoo
+from icml26_core.stats import ratio_of_medians
+
+
+def methods():
+    from pytorch_optimizer import SOAP
+    from pytorch_optimizer import Shampoo as POShampoo
+
+    return {
+        "FOAM": lambda p: FOAM(p, lr=1e-3),
+        "Shampoo f=1 (ours)": lambda p: Shampoo(p, lr=1e-3, precondition_frequency=1),
+        "Shampoo f=10 (ours)": lambda p: Shampoo(p, lr=1e-3, precondition_frequency=10),
+        "pytorch_optimizer Shampoo f=1": lambda p: POShampoo(p, lr=1e-3, momentum=0.9),
+        "pytorch_optimizer SOAP f=10": lambda p: SOAP(p, lr=1e-3, weight_decay=0.0),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[256, 784])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--block", type=int, default=10, help="steps per timed block")
+    ap.add_argument("--warmup", type=int, default=20)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread, float32; "
+        f"{args.repeats} rounds of {args.block} steps after {args.warmup} warm-up steps; "
+        "ratio = median(method) / median(FOAM) (> 1: FOAM is faster)"
+    )
+    for n in args.sizes:
+        gen = torch.Generator().manual_seed(n)
+        decay = torch.logspace(0, -2, n)
+        A = torch.linalg.qr(torch.randn(n, n, generator=gen))[0] * decay
+        B = torch.linalg.qr(torch.randn(n, n, generator=gen))[0] * decay
+
+        def grad(gen=gen, A=A, B=B, n=n):
+            return A @ torch.randn(n, n, generator=gen) @ B.T
+
+        opts, params = {}, {}
+        for name, make in methods().items():
+            params[name] = torch.zeros(n, n, requires_grad=True)
+            opts[name] = make([params[name]])
+        for _ in range(args.warmup):
+            g = grad()
+            for name, opt in opts.items():
+                params[name].grad = g
+                opt.step()
+        times: dict[str, list[float]] = {name: [] for name in opts}
+        names = list(opts)
+        for r in range(args.repeats):
+            stream = [grad() for _ in range(args.block)]
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for name in order:
+                t0 = time.perf_counter()
+                for g in stream:
+                    params[name].grad = g
+                    opts[name].step()
+                times[name].append((time.perf_counter() - t0) / args.block)
+        eighs = opts["FOAM"].eigendecompositions()
+        total = args.warmup + args.repeats * args.block
+        print(f"\nn = {n}: FOAM did {eighs} eigh over {total} steps (f=1: {2 * total})")
+        print(f"  {'method':32s} {'ms/step':>9s}  ratio to FOAM [95% CI]")
+        for name in names:
+            ms = 1e3 * sorted(times[name])[len(times[name]) // 2]
+            if name == "FOAM":
+                print(f"  {name:32s} {ms:9.2f}  1")
+                continue
+            ev = ratio_of_medians(times["FOAM"], times[name], paired=True)
+            print(f"  {name:32s} {ms:9.2f}  {ev.effect:.2f} [{ev.ci_low:.2f}, {ev.ci_high:.2f}]")
+
+
+if __name__ == "__main__":
+    main()
