@@ -291,3 +291,11 @@ def test_bootstrap_band_decides_three_ways():
         [a, b], lambda x, y, axis=-1: x.mean(axis) / y.mean(axis), low=1.5, high=2.5, **common
     )
     assert e.verdict == "holds" and e.ci_low < 2.0 < e.ci_high
+
+
+def test_decide_names_the_test_when_the_interval_is_above_but_p_is_not_small():
+    verdict, reason = stats.decide(1.6, 2.2, 1.43, p_value=0.094)
+    assert verdict == stats.INCONCLUSIVE
+    assert "lies above +1.43" in reason and "p = 0.094" in reason
+    assert stats.decide(1.6, 2.2, 1.43, p_value=0.01)[0] == stats.HOLDS
+    assert "contains" in stats.decide(1.0, 2.2, 1.43, p_value=0.2)[1]

@@ -189,6 +189,12 @@ def decide(
         return HOLDS, f"the whole interval lies above {thr}"
     if ci_high < threshold:
         return DOES_NOT_HOLD, f"the whole interval lies below {thr}"
+    if ci_low > threshold and p_value is not None:
+        # the bootstrap interval and the rank test disagree (small n): the test decides
+        return INCONCLUSIVE, (
+            f"the interval lies above {thr} but the test is not significant "
+            f"(p = {_fmt_p(p_value)} >= {alpha:g})"
+        )
     return INCONCLUSIVE, f"the interval contains {thr}"
 
 
