@@ -176,7 +176,7 @@ class _LearnedTracker(nn.Module):
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.parameters(), 1.0)
                 opt.step()
-                total += float(loss)
+                total += float(loss.detach())
             history.append(total / len(scen))
             if callback is not None:
                 callback(epoch, history[-1])
@@ -249,6 +249,12 @@ class _LearnedTracker(nn.Module):
                 raise ValueError(f"stream times must increase strictly, got {t} after {last_t}")
             last_t = t
             if state is None:
+                try:
+                    g0 = batch.grad(x)
+                except RuntimeError as e:
+                    raise ValueError(f"x0 of shape {tuple(x.shape)} does not fit the batches: {e}") from e
+                if g0.shape != x.shape:
+                    raise ValueError(f"batch gradients have shape {tuple(g0.shape)}, x0 {tuple(x.shape)}")
                 state = self.init_state(x, t)
             state = self.step(state, batch, t)
             xk = state["x"]
