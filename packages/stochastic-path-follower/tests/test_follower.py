@@ -23,8 +23,13 @@ def _drift(K=24, d=16):
 
 @pytest.fixture(scope="module")
 def trained():
-    spf = StochasticPathFollower(width=8, seed=0)
-    return spf.fit([_drift()], epochs=3, episodes=2, unroll=12, seed=0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # module scope runs before the autouse one-thread fixture
+    try:
+        spf = StochasticPathFollower(width=8, seed=0)
+        return spf.fit([_drift()], epochs=3, episodes=2, unroll=12, seed=0)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_fit_records_history_and_keeps_weights_finite(trained):

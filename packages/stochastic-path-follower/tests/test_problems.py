@@ -83,7 +83,9 @@ def test_logistic_fit_matches_scikit_learn():
     s = np.where(a[:, 0] + 0.5 * rng.normal(size=80) > 0, 1.0, -1.0)
     reg = 0.1
     ours = _logistic_fit(a, s, reg)
-    ref = sk.LogisticRegression(C=1.0 / (reg * len(s)), fit_intercept=False, tol=1e-12, max_iter=10000)
+    ref = sk.LogisticRegression(
+        C=1.0 / (reg * len(s)), fit_intercept=False, tol=1e-12, max_iter=10000
+    )
     ref.fit(a, s)
     np.testing.assert_allclose(ours, ref.coef_[0], atol=1e-5)
 

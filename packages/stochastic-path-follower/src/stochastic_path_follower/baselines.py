@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from icml26_core.validation import check_float
 
+from typing import Any
+
 from stochastic_path_follower.problems import LeastSquaresBatch, Scenario
 
 __all__ = ["KalmanFilter", "OnlineAdam", "OnlineSGD", "PerStepSolution", "PredictionCorrection"]
@@ -42,7 +44,7 @@ class _Tracker:
     def init(self, x: torch.Tensor) -> dict:
         return {}
 
-    def update(self, x: torch.Tensor, state: dict, batch) -> tuple[torch.Tensor, dict]:
+    def update(self, x: torch.Tensor, state: dict, batch: Any) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError
 
 
@@ -53,6 +55,7 @@ class OnlineSGD(_Tracker):
         self.lr = check_float("lr", lr, low=0.0, low_inclusive=False)
 
     def update(self, x, state, batch):
+        """One step from decision ``x`` (B, d) on ``batch``; returns the new decision and state."""
         return x - self.lr * batch.grad(x), state
 
 
@@ -66,9 +69,11 @@ class OnlineAdam(_Tracker):
         self.betas, self.eps = betas, eps
 
     def init(self, x):
+        """The method's state for initial decisions ``x`` (B, d)."""
         return {"m": torch.zeros_like(x), "v": torch.zeros_like(x), "k": 0}
 
     def update(self, x, state, batch):
+        """One step from decision ``x`` (B, d) on ``batch``; returns the new decision and state."""
         b1, b2 = self.betas
         g = batch.grad(x)
         k = state["k"] + 1
@@ -85,9 +90,11 @@ class PredictionCorrection(_Tracker):
         self.lr = check_float("lr", lr, low=0.0, low_inclusive=False)
 
     def init(self, x):
+        """The method's state for initial decisions ``x`` (B, d)."""
         return {"prev": None}
 
     def update(self, x, state, batch):
+        """One step from decision ``x`` (B, d) on ``batch``; returns the new decision and state."""
         prev = state["prev"]
         if prev is not None:  # prediction: extrapolated gradient field at the current point
             x = x - self.lr * (2 * batch.grad(x) - prev.grad(x))
@@ -110,10 +117,12 @@ class KalmanFilter(_Tracker):
         self.p0 = check_float("p0", p0, low=0.0, low_inclusive=False)
 
     def init(self, x):
+        """The method's state for initial decisions ``x`` (B, d)."""
         B, d = x.shape
         return {"P": self.p0 * torch.eye(d, dtype=x.dtype).expand(B, d, d).clone()}
 
     def update(self, x, state, batch):
+        """One step from decision ``x`` (B, d) on ``batch``; returns the new decision and state."""
         if not isinstance(batch, LeastSquaresBatch):
             raise TypeError("KalmanFilter needs least-squares batches")
         A, y = batch.A, batch.y
@@ -132,6 +141,7 @@ class PerStepSolution(_Tracker):
     """The minimum-norm solution of ``A_k x = y_k`` alone (least squares, no memory)."""
 
     def update(self, x, state, batch):
+        """One step from decision ``x`` (B, d) on ``batch``; returns the new decision and state."""
         if not isinstance(batch, LeastSquaresBatch):
             raise TypeError("PerStepSolution needs least-squares batches")
         return torch.linalg.pinv(batch.A).matmul(batch.y[..., None])[..., 0], state

@@ -85,7 +85,7 @@ def angle_walk(steps: int, seed: int, sigma: float = 3.0) -> np.ndarray:
     a = rng.uniform(0.0, 90.0)
     out = []
     for _ in range(steps):
-        out.append(int(round(a)))
+        out.append(round(a))
         a = a + rng.normal(0.0, sigma)
         while a < 0 or a > 90:
             a = -a if a < 0 else 180.0 - a
@@ -128,7 +128,7 @@ def run(ctx: RunContext) -> Result:
         torch.set_num_threads(threads)
 
 
-def _run(ctx: RunContext) -> Result:  # noqa: C901 - one linear script of the experiment
+def _run(ctx: RunContext) -> Result:
     import torch
 
     from stochastic_path_follower import (
@@ -366,7 +366,8 @@ def _run(ctx: RunContext) -> Result:  # noqa: C901 - one linear script of the ex
         )
 
     c1 = Claim.all_of(
-        "SPF's tracking error is <= 0.8x online SGD's and <= 0.8x the LSTM optimizer's, on both tasks.",
+        "SPF's tracking error is <= 0.8x online SGD's and <= 0.8x the LSTM optimizer's, "
+        "on both tasks.",
         [
             better(
                 ls_err[(spf_name, d0)],
@@ -484,7 +485,8 @@ def _run(ctx: RunContext) -> Result:  # noqa: C901 - one linear script of the ex
 
 EXPERIMENT = Experiment(
     name="stochastic-path-follower",
-    title="Stochastic Path Follower: a learned, dimension-free tracker of a drifting stochastic optimum",
+    title="Stochastic Path Follower: a learned, dimension-free tracker of a drifting "
+    "stochastic optimum",
     claim="SPF tracks a drifting stochastic optimum better than tuned SGD and a learned LSTM "
     "optimizer, with a per-step cost linear in d and an error insensitive to d and to its width.",
     run=run,

@@ -252,9 +252,13 @@ class _LearnedTracker(nn.Module):
                 try:
                     g0 = batch.grad(x)
                 except RuntimeError as e:
-                    raise ValueError(f"x0 of shape {tuple(x.shape)} does not fit the batches: {e}") from e
+                    raise ValueError(
+                        f"x0 of shape {tuple(x.shape)} does not fit the batches: {e}"
+                    ) from e
                 if g0.shape != x.shape:
-                    raise ValueError(f"batch gradients have shape {tuple(g0.shape)}, x0 {tuple(x.shape)}")
+                    raise ValueError(
+                        f"batch gradients have shape {tuple(g0.shape)}, x0 {tuple(x.shape)}"
+                    )
                 state = self.init_state(x, t)
             state = self.step(state, batch, t)
             xk = state["x"]
@@ -381,6 +385,7 @@ class StochasticPathFollower(_LearnedTracker):
     def step_from_grads(
         self, state: dict[str, Any], g: torch.Tensor, hv: torch.Tensor | None, t: float
     ) -> dict[str, Any]:
+        """One update from the gradient ``g`` (B, d) and secant ``hv`` at time ``t``."""
         if not torch.isfinite(g).all():
             raise ValueError("the minibatch gradient contains NaN or inf")
         r = self._scale(state, g)
@@ -436,6 +441,7 @@ class LSTMOptimizer(_LearnedTracker):
         self.log_eta = nn.Parameter(torch.tensor(math.log(eta)))
 
     def init_state(self, x0: torch.Tensor, t0: float) -> dict[str, Any]:
+        """The tracker's state at decisions ``x0`` (B, d) and start time ``t0``."""
         st = super().init_state(x0, t0)
         n = x0.numel()
         z = torch.zeros(n, self.hidden, dtype=x0.dtype)
@@ -445,6 +451,7 @@ class LSTMOptimizer(_LearnedTracker):
     def step_from_grads(
         self, state: dict[str, Any], g: torch.Tensor, hv: torch.Tensor | None, t: float
     ) -> dict[str, Any]:
+        """One update from the gradient ``g`` (B, d) and secant ``hv`` at time ``t``."""
         if not torch.isfinite(g).all():
             raise ValueError("the minibatch gradient contains NaN or inf")
         r = self._scale(state, g)

@@ -76,7 +76,9 @@ class SPFOptimizer(torch.optim.Optimizer):
             i += n
 
     @torch.no_grad()
-    def step(self, closure: Callable[[], Any] | None = None, t: float | None = None) -> Any:  # type: ignore[override]
+    def step(  # type: ignore[override]
+        self, closure: Callable[[], Any] | None = None, t: float | None = None
+    ) -> Any:
         """One update; ``closure`` is required. ``t``: the minibatch's time (default: step count)."""
         if closure is None:
             raise ValueError("SPFOptimizer.step needs a closure that recomputes the loss")

@@ -94,10 +94,12 @@ class LeastSquaresBatch:
         self.A, self.y = A, y
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
+        """Gradient of the minibatch loss at each row of ``x`` (B, d); returns (B, d)."""
         r = torch.einsum("bmd,bd->bm", self.A, x) - self.y
         return torch.einsum("bmd,bm->bd", self.A, r)
 
     def loss(self, x: torch.Tensor) -> torch.Tensor:
+        """The minibatch loss at each row of ``x`` (B, d); returns (B,)."""
         r = torch.einsum("bmd,bd->bm", self.A, x) - self.y
         return 0.5 * (r * r).sum(-1)
 
@@ -142,6 +144,7 @@ class DriftingLeastSquares:
         return int(self.signal.shape[0])
 
     def sample(self, k: int, episodes: int, generator: torch.Generator) -> LeastSquaresBatch:
+        """A minibatch from ``P_k`` for each of ``episodes`` independent streams."""
         B, m, d = episodes, self.m, self.dim
         A = torch.randn(B, m, d, generator=generator, dtype=self.dtype) / m**0.5
         e = torch.randn(B, m, generator=generator, dtype=self.dtype) * self.noise
@@ -149,9 +152,11 @@ class DriftingLeastSquares:
         return LeastSquaresBatch(A, y)
 
     def reference_path(self) -> torch.Tensor:
+        """The exact path ``x*_k``, shape (K, d)."""
         return self.signal.clone()
 
     def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,)."""
         diff = x - self.signal[k]
         return 0.5 * (diff * diff).sum(-1) + 0.5 * self.m * self.noise**2
 
@@ -170,11 +175,13 @@ class LogisticBatch:
         self.a, self.s, self.reg = a, s, reg
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
+        """Gradient of the minibatch loss at each row of ``x`` (B, d); returns (B, d)."""
         z = self.s * torch.einsum("bnd,bd->bn", self.a, x)
         w = -self.s * torch.sigmoid(-z) / self.a.shape[1]
         return torch.einsum("bnd,bn->bd", self.a, w) + self.reg * x
 
     def loss(self, x: torch.Tensor) -> torch.Tensor:
+        """The minibatch loss at each row of ``x`` (B, d); returns (B,)."""
         z = self.s * torch.einsum("bnd,bd->bn", self.a, x)
         return torch.nn.functional.softplus(-z).mean(-1) + 0.5 * self.reg * (x * x).sum(-1)
 
@@ -265,16 +272,19 @@ class DriftingLogistic:
         return self._fits[s]
 
     def sample(self, k: int, episodes: int, generator: torch.Generator) -> LogisticBatch:
+        """A minibatch from ``P_k`` for each of ``episodes`` independent streams."""
         data = self.features[int(self.state[k])]
         idx = torch.randint(0, data.shape[0], (episodes, self.batch), generator=generator)
         return LogisticBatch(data[idx], self.labels[idx], self.reg)
 
     def reference_path(self) -> torch.Tensor:
+        """The exact path ``x*_k``, shape (K, d)."""
         return torch.as_tensor(
             np.stack([self.fit_state(int(s)) for s in self.state]), dtype=self.dtype
         )
 
     def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,)."""
         data = self.features[int(self.state[k])]
         z = self.labels * (x @ data.T)
         return torch.nn.functional.softplus(-z).mean(-1) + 0.5 * self.reg * (x * x).sum(-1)
