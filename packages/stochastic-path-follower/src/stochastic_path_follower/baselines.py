@@ -13,10 +13,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from icml26_core.validation import check_float
-
-from typing import Any
 
 from stochastic_path_follower.problems import LeastSquaresBatch, Scenario
 

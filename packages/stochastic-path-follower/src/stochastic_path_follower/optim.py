@@ -79,7 +79,7 @@ class SPFOptimizer(torch.optim.Optimizer):
     def step(  # type: ignore[override]
         self, closure: Callable[[], Any] | None = None, t: float | None = None
     ) -> Any:
-        """One update; ``closure`` is required. ``t``: the minibatch's time (default: step count)."""
+        """One update; ``closure`` is required; ``t`` is the batch time (default: step count)."""
         if closure is None:
             raise ValueError("SPFOptimizer.step needs a closure that recomputes the loss")
         params = self._params()
