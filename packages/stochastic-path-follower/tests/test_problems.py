@@ -76,6 +76,7 @@ def test_logistic_reference_satisfies_kkt():
     assert torch.allclose(b.grad(x.detach()), x.grad, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_logistic_fit_matches_scikit_learn():
     sk = pytest.importorskip("sklearn.linear_model")
     rng = np.random.default_rng(1)
