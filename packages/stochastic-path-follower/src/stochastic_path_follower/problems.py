@@ -1,0 +1,311 @@
+"""Drifting stochastic problems: minibatches at times ``t_k`` and the exact path ``x*_k``.
+
+A scenario is a sequence of distributions ``P_k`` (k = 0..K-1) at increasing times
+``t_k``; a decision ``X_k`` is scored by the population loss
+``f_k(x) = E_{xi ~ P_k} l(x; xi)``, whose minimiser is ``x*_k``. A method only sees
+minibatches drawn from ``P_k``; the scenario also offers ``f_k`` and ``x*_k`` for
+training and for scoring.
+
+Every tensor of decisions has shape ``(B, d)``: ``B`` independent episodes (independent
+measurement streams over the same path) side by side; ``B = 1`` for one stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from icml26_core.validation import check_float, check_int
+
+__all__ = [
+    "DriftingLeastSquares",
+    "DriftingLogistic",
+    "LeastSquaresBatch",
+    "LogisticBatch",
+    "Minibatch",
+    "Scenario",
+]
+
+
+@runtime_checkable
+class Minibatch(Protocol):
+    """One minibatch per episode: gradients of its empirical loss at decisions ``x``."""
+
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        """Gradient of the minibatch loss at ``x`` (B, d); returns (B, d)."""
+        ...
+
+
+@runtime_checkable
+class Scenario(Protocol):
+    """A drifting stochastic problem with a known solution path.
+
+    Attributes:
+        dim: Decision dimension ``d``.
+        times: Increasing times ``t_k``, shape (K,).
+    """
+
+    dim: int
+    times: np.ndarray
+
+    def __len__(self) -> int: ...
+
+    def sample(self, k: int, episodes: int, generator: torch.Generator) -> Minibatch:
+        """A minibatch from ``P_k`` for each of ``episodes`` independent streams."""
+        ...
+
+    def reference_path(self) -> torch.Tensor:
+        """The exact minimisers ``x*_k`` of the population losses, shape (K, d)."""
+        ...
+
+    def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,)."""
+        ...
+
+
+def _check_times(times: Any, n: int) -> np.ndarray:
+    if times is None:
+        return np.arange(n, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64)
+    if t.shape != (n,):
+        raise ValueError(f"times must have shape ({n},), got {t.shape}")
+    if not np.all(np.isfinite(t)):
+        raise ValueError("times must be finite, got NaN or inf")
+    if n > 1 and not np.all(np.diff(t) > 0):
+        raise ValueError("times must be strictly increasing")
+    return t
+
+
+def _finite_2d(name: str, a: Any, dtype: torch.dtype) -> torch.Tensor:
+    t = torch.as_tensor(np.asarray(a), dtype=dtype)
+    if t.ndim != 2 or t.shape[0] < 1 or t.shape[1] < 1:
+        raise ValueError(f"{name} must be a non-empty 2-D array, got shape {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    return t
+
+
+class LeastSquaresBatch:
+    """``l(x; A, y) = 0.5 ||A x - y||^2`` per episode, ``A`` (B, m, d), ``y`` (B, m)."""
+
+    def __init__(self, A: torch.Tensor, y: torch.Tensor) -> None:
+        self.A, self.y = A, y
+
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        """Gradient of the minibatch loss at each row of ``x`` (B, d); returns (B, d)."""
+        r = torch.einsum("bmd,bd->bm", self.A, x) - self.y
+        return torch.einsum("bmd,bm->bd", self.A, r)
+
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        """The minibatch loss at each row of ``x`` (B, d); returns (B,)."""
+        r = torch.einsum("bmd,bd->bm", self.A, x) - self.y
+        return 0.5 * (r * r).sum(-1)
+
+
+class DriftingLeastSquares:
+    """Least-squares recovery of a drifting signal from underdetermined measurements.
+
+    At step k each episode observes ``y_k = A_k x*_k + noise``, with ``A_k`` of shape
+    (m, d) drawn i.i.d. N(0, 1/m) and noise i.i.d. N(0, ``noise``^2). The minibatch
+    loss ``0.5 ||A_k x - y_k||^2`` is unbiased for the population loss
+    ``f_k(x) = 0.5 ||x - x*_k||^2 + 0.5 m noise^2`` (since ``E[A^T A] = I``), so the
+    path ``x*_k`` is the signal itself and ``f_k(X) - f_k(x*_k) = 0.5 ||X - x*_k||^2``.
+
+    Args:
+        signal: The path ``x*_k``, shape (K, d), finite.
+        m: Measurements per step, >= 1 (m < d: every step is underdetermined).
+        noise: Measurement noise standard deviation, >= 0.
+        times: Increasing times ``t_k``, shape (K,); default ``0, 1, ..., K-1``.
+        dtype: Floating dtype of the tensors.
+
+    Raises:
+        ValueError: On a non-2-D or non-finite signal, m < 1, negative noise, or
+            times that are not strictly increasing.
+    """
+
+    def __init__(
+        self,
+        signal: Any,
+        m: int,
+        noise: float = 0.1,
+        times: Any = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        self.signal = _finite_2d("signal", signal, dtype)
+        self.m = check_int("m", m, low=1)
+        self.noise = check_float("noise", noise, low=0.0)
+        self.dim = int(self.signal.shape[1])
+        self.times = _check_times(times, len(self.signal))
+        self.dtype = dtype
+
+    def __len__(self) -> int:
+        return int(self.signal.shape[0])
+
+    def sample(self, k: int, episodes: int, generator: torch.Generator) -> LeastSquaresBatch:
+        """A minibatch from ``P_k`` for each of ``episodes`` independent streams."""
+        B, m, d = episodes, self.m, self.dim
+        A = torch.randn(B, m, d, generator=generator, dtype=self.dtype) / m**0.5
+        e = torch.randn(B, m, generator=generator, dtype=self.dtype) * self.noise
+        y = A @ self.signal[k] + e
+        return LeastSquaresBatch(A, y)
+
+    def reference_path(self) -> torch.Tensor:
+        """The exact path ``x*_k``, shape (K, d)."""
+        return self.signal.clone()
+
+    def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,)."""
+        diff = x - self.signal[k]
+        return 0.5 * (diff * diff).sum(-1) + 0.5 * self.m * self.noise**2
+
+    def population_grad(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """``grad f_k(x) = x - x*_k`` (the normal equations ``E[A^T A] x = E[A^T y]``)."""
+        return x - self.signal[k]
+
+
+class LogisticBatch:
+    """Mean logistic loss of ``n`` labelled points per episode plus ``0.5 reg ||x||^2``.
+
+    ``a`` (B, n, d) features, ``s`` (B, n) labels in {-1, +1}.
+    """
+
+    def __init__(self, a: torch.Tensor, s: torch.Tensor, reg: float) -> None:
+        self.a, self.s, self.reg = a, s, reg
+
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        """Gradient of the minibatch loss at each row of ``x`` (B, d); returns (B, d)."""
+        z = self.s * torch.einsum("bnd,bd->bn", self.a, x)
+        w = -self.s * torch.sigmoid(-z) / self.a.shape[1]
+        return torch.einsum("bnd,bn->bd", self.a, w) + self.reg * x
+
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        """The minibatch loss at each row of ``x`` (B, d); returns (B,)."""
+        z = self.s * torch.einsum("bnd,bd->bn", self.a, x)
+        return torch.nn.functional.softplus(-z).mean(-1) + 0.5 * self.reg * (x * x).sum(-1)
+
+
+def _logistic_fit(a: np.ndarray, s: np.ndarray, reg: float, tol: float = 1e-12) -> np.ndarray:
+    """Newton's method for ``mean softplus(-s a x) + 0.5 reg ||x||^2`` in float64."""
+    n, d = a.shape
+    x = np.zeros(d)
+    for _ in range(100):
+        z = s * (a @ x)
+        p = 1.0 / (1.0 + np.exp(z))  # sigmoid(-z)
+        g = -(a.T @ (s * p)) / n + reg * x
+        if np.linalg.norm(g) < tol:
+            break
+        w = p * (1.0 - p)
+        H = (a.T * w) @ a / n + reg * np.eye(d)
+        x = x - np.linalg.solve(H, g)
+    return x
+
+
+class DriftingLogistic:
+    """L2-regularised logistic regression whose data distribution drifts.
+
+    ``P_k`` is the uniform distribution over the rows of ``features[state[k]]`` (one
+    data set per state, e.g. the images rotated by one angle of a grid), with labels
+    ``labels`` in {-1, +1}; minibatches draw ``batch`` rows with replacement. ``x*_k``
+    is the exact regularised fit to data set ``state[k]`` (Newton's method, float64,
+    gradient norm below 1e-12), computed once per state used.
+
+    Args:
+        features: The data sets, shape (S, n, d), finite.
+        labels: Labels, shape (n,), values in {-1, +1}.
+        state: Which data set each step uses, integers in [0, S), shape (K,).
+        batch: Minibatch size, >= 1.
+        reg: L2 weight, > 0.
+        times: Increasing times ``t_k``; default ``0..K-1``.
+        dtype: Floating dtype of the tensors.
+
+    Raises:
+        ValueError: On mismatched shapes, labels outside {-1, +1}, NaN or inf,
+            batch < 1, reg <= 0, a state out of range, or non-increasing times.
+    """
+
+    def __init__(
+        self,
+        features: Any,
+        labels: Any,
+        state: Any,
+        batch: int = 32,
+        reg: float = 1e-2,
+        times: Any = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        f = np.asarray(features, dtype=np.float64)
+        if f.ndim != 3 or min(f.shape) < 1:
+            raise ValueError(f"features must have shape (S, n, d), got {f.shape}")
+        if not np.all(np.isfinite(f)):
+            raise ValueError("features contains NaN or inf")
+        lab = np.asarray(labels, dtype=np.float64)
+        if lab.shape != (f.shape[1],):
+            raise ValueError(f"labels must have shape ({f.shape[1]},), got {lab.shape}")
+        if not np.all(np.isin(lab, (-1.0, 1.0))):
+            raise ValueError("labels must be -1 or +1")
+        st = np.asarray(state)
+        if st.ndim != 1 or st.size < 1 or not np.issubdtype(st.dtype, np.integer):
+            raise ValueError(f"state must be a non-empty 1-D integer array, got {st.dtype}")
+        if st.min() < 0 or st.max() >= f.shape[0]:
+            raise ValueError(f"state values must lie in [0, {f.shape[0]}), got {st.min()}..")
+        self.batch = check_int("batch", batch, low=1)
+        self.reg = check_float("reg", reg, low=0.0, low_inclusive=False)
+        self.dim = int(f.shape[2])
+        self.times = _check_times(times, st.size)
+        self.state = st.astype(np.int64)
+        self.dtype = dtype
+        self._f64 = f
+        self._lab64 = lab
+        self.features = torch.as_tensor(f, dtype=dtype)
+        self.labels = torch.as_tensor(lab, dtype=dtype)
+        self._fits: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return int(self.state.size)
+
+    def fit_state(self, s: int) -> np.ndarray:
+        """The exact regularised fit to data set ``s`` (float64, cached)."""
+        if s not in self._fits:
+            self._fits[s] = _logistic_fit(self._f64[s], self._lab64, self.reg)
+        return self._fits[s]
+
+    def sample(self, k: int, episodes: int, generator: torch.Generator) -> LogisticBatch:
+        """A minibatch from ``P_k`` for each of ``episodes`` independent streams."""
+        data = self.features[int(self.state[k])]
+        idx = torch.randint(0, data.shape[0], (episodes, self.batch), generator=generator)
+        return LogisticBatch(data[idx], self.labels[idx], self.reg)
+
+    def reference_path(self) -> torch.Tensor:
+        """The exact path ``x*_k``, shape (K, d)."""
+        return torch.as_tensor(
+            np.stack([self.fit_state(int(s)) for s in self.state]), dtype=self.dtype
+        )
+
+    def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,)."""
+        data = self.features[int(self.state[k])]
+        z = self.labels * (x @ data.T)
+        return torch.nn.functional.softplus(-z).mean(-1) + 0.5 * self.reg * (x * x).sum(-1)
+
+    def population_grad(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """Full-data gradient of ``f_k`` at each row of ``x``."""
+        data = self.features[int(self.state[k])]
+        z = self.labels * (x @ data.T)
+        w = -self.labels * torch.sigmoid(-z) / data.shape[0]
+        return w @ data + self.reg * x
+
+    def accuracy(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """Fraction of data set ``state[k]`` that ``sign(a x)`` classifies right, (B,)."""
+        data = self.features[int(self.state[k])]
+        return ((x @ data.T) * self.labels > 0).to(x.dtype).mean(-1)
+
+
+def stream(
+    scenario: Scenario, seed: int = 0, episodes: int = 1
+) -> Iterator[tuple[float, Minibatch]]:
+    """The minibatches of ``scenario`` in time order, as ``(t_k, batch_k)`` pairs."""
+    g = torch.Generator().manual_seed(int(seed))
+    for k in range(len(scenario)):
+        yield float(scenario.times[k]), scenario.sample(k, episodes, g)
