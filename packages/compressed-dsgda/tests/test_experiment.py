@@ -2,7 +2,8 @@ import pytest
 from icml26_core.testing import check_experiment
 
 
-@pytest.mark.xfail(reason="template: the experiment is not written yet", strict=True)
+@pytest.mark.slow
 def test_experiment_smoke(tmp_path):
     result = check_experiment("compressed-dsgda", tmp_path)
-    assert result.claims
+    assert len(result.claims) == 5
+    assert {c.verdict for c in result.claims} <= {"holds", "does not hold", "inconclusive"}
