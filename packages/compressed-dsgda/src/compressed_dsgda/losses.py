@@ -76,7 +76,7 @@ class AUCMarginMinMax(nn.Module):
         >>> import torch
         >>> loss = AUCMarginMinMax(p=0.5)
         >>> h, y = torch.tensor([2.0, -1.0]), torch.tensor([1, 0])
-        >>> round(float(loss(h, y)), 4)                     # at a = b = alpha = 0
+        >>> round(float(loss(h, y).detach()), 4)           # at a = b = alpha = 0
         1.25
     """
 
@@ -125,7 +125,9 @@ class AUCMarginMinMax(nn.Module):
 
 
 class DRORegression(nn.Module):
-    """Regularized group-DRO least squares, ``min_theta max_q sum_g q_g L_g - (lam/2)||q - 1/G||^2``.
+    """Regularized group-DRO least squares (a min-max over group weights ``q``).
+
+    ``f = sum_g q_g L_g - (lam/2)||q - 1/G||^2`` (+ ridge).
 
     ``L_g(theta)`` is the mean squared error on the batch rows of group ``g``, plus
     ``(mu/2)||theta||^2``. The dual ``q`` is unconstrained (a Lagrangian relaxation of
@@ -148,7 +150,7 @@ class DRORegression(nn.Module):
         >>> import torch
         >>> loss = DRORegression(2, 2, lam=1.0)
         >>> X, t, g = torch.ones(2, 2), torch.tensor([1.0, 3.0]), torch.tensor([0, 1])
-        >>> round(float(loss(X, t, g)), 4)                  # 0.5 * 1 + 0.5 * 9
+        >>> round(float(loss(X, t, g).detach()), 4)         # 0.5 * 1 + 0.5 * 9
         5.0
     """
 
