@@ -91,7 +91,7 @@ def test_converges_to_the_saddle_point(comp):
     opt = CompressedDSGDA(
         [x], [y], W, comp, lr_primal=0.2, lr_dual=0.2, momentum=0.5, gamma=None, seed=1
     )
-    _run(opt, x, y, (A, B, C, b, c), 300)
+    _run(opt, x, y, (A, B, C, b, c), 300 if isinstance(comp, TopK) else 1500)
     # every node at the saddle of the average objective (deterministic gradients)
     assert torch.allclose(x.detach(), xs.expand(n, -1), atol=1e-5)
     assert torch.allclose(y.detach(), ys.expand(n, -1), atol=1e-5)
