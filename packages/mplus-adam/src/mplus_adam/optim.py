@@ -317,7 +317,8 @@ def binned_stuck(
 
     Args:
         weights: Tensor or array of weights, any shape.
-        stuck: Boolean tensor or array of the same size: the update was rounded away.
+        stuck: Boolean tensor or array of the same size (the update was rounded away),
+            or per-coordinate shares in [0, 1] (e.g. over many steps).
         bins: Number of bins (>= 1), by rank of ``|w|`` so ties split evenly.
 
     Returns:
@@ -330,7 +331,7 @@ def binned_stuck(
     """
     bins = check_int("bins", bins, low=1)
     a = np.abs(np.asarray(torch.as_tensor(weights).detach().float().cpu()).ravel())
-    s = np.asarray(torch.as_tensor(stuck).detach().cpu()).ravel().astype(bool)
+    s = np.asarray(torch.as_tensor(stuck).detach().cpu()).ravel().astype(np.float64)
     if a.size != s.size:
         raise ValueError(f"weights and stuck differ in size: {a.size} vs {s.size}")
     if a.size < bins:
