@@ -17,7 +17,6 @@ import argparse
 
 import torch
 from icml26_core.timing import compare_times
-
 from mplus_adam import MPlusAdam, state_bytes
 
 
@@ -38,8 +37,9 @@ def _make(kind: str) -> torch.optim.Optimizer:
 
         return optimi.AdamW(_params(torch.bfloat16), lr=1e-3, kahan_sum=True, foreach=False)
     if kind == "M+Adam bf16":
-        return MPlusAdam(_params(torch.bfloat16), lr=1e-3, master_format="bf16",
-                         moment_dtype=torch.float32)
+        return MPlusAdam(
+            _params(torch.bfloat16), lr=1e-3, master_format="bf16", moment_dtype=torch.float32
+        )
     if kind == "M+Adam fp8 (emulated)":
         return MPlusAdam(_params(torch.float32), lr=1e-3, master_format="fp8_e4m3")
     raise ValueError(kind)
@@ -50,27 +50,44 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    opts = {k: _make(k) for k in ("AdamW fp32", "optimi Kahan bf16", "M+Adam bf16",
-                                   "M+Adam fp8 (emulated)")}
+    opts = {
+        k: _make(k)
+        for k in ("AdamW fp32", "optimi Kahan bf16", "M+Adam bf16", "M+Adam fp8 (emulated)")
+    }
     for o in opts.values():
         o.step()  # build the state
     print(f"one optimizer step, 269k parameters, {args.repeats} interleaved rounds, 1 thread")
-    print(f"{'optimizer':24s} {'weights B/param':>16s} {'state B/param':>14s} {'total B/param':>14s}")
+    print(
+        f"{'optimizer':24s} {'weights B/param':>16s} {'state B/param':>14s} {'total B/param':>14s}"
+    )
     n = sum(p.numel() for g in opts["AdamW fp32"].param_groups for p in g["params"])
     for k, o in opts.items():
         b = state_bytes(o)
-        comp = sum(v.numel() * v.element_size() for st in o.state.values()
-                   for name, v in st.items() if name == "kahan_comp")
-        print(f"{k:24s} {(b['master'] + comp) / n:16.3f} {(b['state'] - comp) / n:14.3f} "
-              f"{b['total'] / n:14.3f}")
+        comp = sum(
+            v.numel() * v.element_size()
+            for st in o.state.values()
+            for name, v in st.items()
+            if name == "kahan_comp"
+        )
+        print(
+            f"{k:24s} {(b['master'] + comp) / n:16.3f} {(b['state'] - comp) / n:14.3f} "
+            f"{b['total'] / n:14.3f}"
+        )
     for other in ("AdamW fp32", "optimi Kahan bf16"):
         for ours in ("M+Adam bf16", "M+Adam fp8 (emulated)"):
-            tc = compare_times(opts[ours].step, opts[other].step, repeats=args.repeats,
-                               warmup=2, names=(ours, other))
+            tc = compare_times(
+                opts[ours].step,
+                opts[other].step,
+                repeats=args.repeats,
+                warmup=2,
+                names=(ours, other),
+            )
             ratio = tc.median_a / tc.median_b
-            print(f"step time {ours} / {other}: {ratio:.2f}x "
-                  f"({tc.median_a * 1e3:.2f} ms vs {tc.median_b * 1e3:.2f} ms; "
-                  f"speed-up evidence: {tc.speedup().summary()})")
+            print(
+                f"step time {ours} / {other}: {ratio:.2f}x "
+                f"({tc.median_a * 1e3:.2f} ms vs {tc.median_b * 1e3:.2f} ms; "
+                f"speed-up evidence: {tc.speedup().summary()})"
+            )
     return 0
 
 

@@ -2,13 +2,12 @@ import math
 
 import pytest
 from icml26_core.testing import check_experiment
-
 from mplus_adam.experiment import KAHAN, METHODS, REFERENCE, _data, train
 
 
-@pytest.mark.parametrize(("method", "fmt"), [(REFERENCE, "fp32"), (KAHAN, "bf16")] + [
-    (m, "fp4_e2m1") for m in METHODS
-])
+@pytest.mark.parametrize(
+    ("method", "fmt"), [(REFERENCE, "fp32"), (KAHAN, "bf16")] + [(m, "fp4_e2m1") for m in METHODS]
+)
 def test_train_runs_every_method(method, fmt):
     pytest.importorskip("mlxtend")
     if method == KAHAN:

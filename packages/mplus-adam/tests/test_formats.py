@@ -1,6 +1,5 @@
 import pytest
 import torch
-
 from mplus_adam import formats as fm
 from mplus_adam.formats import FORMATS, format_bits, quantize, round_to_grid
 
@@ -103,5 +102,5 @@ def test_bad_input():
         quantize(x, "fp4_e2m1", block_size=0)
     with pytest.raises(TypeError, match="floating"):
         quantize(torch.ones(4, dtype=torch.int64), "bf16")
-    with pytest.raises(TypeError, match="torch.Tensor"):
+    with pytest.raises(TypeError, match=r"torch\.Tensor"):
         quantize([1.0, 2.0], "bf16")

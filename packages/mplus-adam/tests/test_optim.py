@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 from icml26_core.testing import check_optimizer
-
 from mplus_adam import (
     MODES,
     LowPrecisionAdam,
@@ -42,14 +41,20 @@ def test_conformance_scaled_formats(fmt):
 @pytest.mark.parametrize("moment_dtype", [None, torch.float32])
 def test_conformance_bfloat16_params(moment_dtype):
     def params(gen):
-        return [{"params": [torch.randn(3, 4, generator=gen).bfloat16(),
-                            torch.randn(5, generator=gen).bfloat16()]}]
+        return [
+            {
+                "params": [
+                    torch.randn(3, 4, generator=gen).bfloat16(),
+                    torch.randn(5, generator=gen).bfloat16(),
+                ]
+            }
+        ]
 
     make = lambda g: MPlusAdam(g, lr=1e-2, master_format="bf16", moment_dtype=moment_dtype)  # noqa: E731
     if moment_dtype is None:
         check_optimizer(make, params, atol=0.0)
     else:  # fp32 moments on bf16 params: everything but the dtype check must pass
-        with pytest.raises(AssertionError, match="state 'exp_avg' is torch.float32"):
+        with pytest.raises(AssertionError, match=r"state 'exp_avg' is torch\.float32"):
             check_optimizer(make, params, atol=0.0)
 
 

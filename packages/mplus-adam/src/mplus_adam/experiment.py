@@ -52,7 +52,11 @@ def _init(seed: int, hidden: int, dtype: Any) -> list[Any]:
     import torch
 
     torch.manual_seed(seed)
-    layers = [torch.nn.Linear(784, hidden), torch.nn.Linear(hidden, hidden), torch.nn.Linear(hidden, 10)]
+    layers = [
+        torch.nn.Linear(784, hidden),
+        torch.nn.Linear(hidden, hidden),
+        torch.nn.Linear(hidden, 10),
+    ]
     params = []
     for lin in layers:
         params += [lin.weight.detach().clone(), lin.bias.detach().clone()]
@@ -82,7 +86,9 @@ def _loss(params: list[Any], split: tuple[Any, Any]) -> tuple[float, float]:
     return loss, acc
 
 
-def _optimizer(method: str, fmt: str, params: list[Any], lr: float, lr_mult: float, seed: int) -> Any:
+def _optimizer(
+    method: str, fmt: str, params: list[Any], lr: float, lr_mult: float, seed: int
+) -> Any:
     import torch
 
     from mplus_adam import LowPrecisionAdam, Madam, MPlusAdam
@@ -177,8 +183,17 @@ def _tune(
 
     def score(method: str, lr: float, lr_mult: float) -> float:
         vals = [
-            train(method, "fp32", seed=s, data=data, lr=lr, lr_mult=lr_mult, steps=steps,
-                  hidden=hidden, eval_split="val")["loss"]
+            train(
+                method,
+                "fp32",
+                seed=s,
+                data=data,
+                lr=lr,
+                lr_mult=lr_mult,
+                steps=steps,
+                hidden=hidden,
+                eval_split="val",
+            )["loss"]
             for s in TUNING_SEEDS
         ]
         return float(np.nanmean(vals)) if not all(np.isnan(vals)) else float("inf")
@@ -227,7 +242,16 @@ def run(ctx: RunContext) -> Result:
     for (method, fmt), seed in ctx.progress(jobs, "training runs"):
         lr, lr_mult = _setting(method, tuned)
         res[(method, fmt)].append(
-            train(method, fmt, seed=seed, data=data, lr=lr, lr_mult=lr_mult, steps=steps, hidden=hidden)
+            train(
+                method,
+                fmt,
+                seed=seed,
+                data=data,
+                lr=lr,
+                lr_mult=lr_mult,
+                steps=steps,
+                hidden=hidden,
+            )
         )
     floor = [_loss(_init(s, hidden, torch.float32), data["test"]) for s in seeds]
 
@@ -238,42 +262,74 @@ def run(ctx: RunContext) -> Result:
     table = Table(
         f"MNIST-5k MLP 784-{hidden}-{hidden}-10, {steps} steps: final test loss (nats) per "
         f"master format and method, mean over seeds",
-        ["format", "method", "lr", "lr_mult", "test loss", "gap to fp32 AdamW", "test acc",
-         "stuck (all)", "stuck (top |w| decile)", "weight bytes/param", "n"],
+        [
+            "format",
+            "method",
+            "lr",
+            "lr_mult",
+            "test loss",
+            "gap to fp32 AdamW",
+            "test acc",
+            "stuck (all)",
+            "stuck (top |w| decile)",
+            "weight bytes/param",
+            "n",
+        ],
     )
     n_params = sum(p.numel() for p in _init(0, hidden, torch.float32))
-    table.add_row(format="-", method=FLOOR, lr=0.0, lr_mult=0.0,
-                  **{"test loss": float(np.mean([f[0] for f in floor])),
-                     "gap to fp32 AdamW": float(np.mean([f[0] for f in floor]) - np.mean(ref)),
-                     "test acc": float(np.mean([f[1] for f in floor])),
-                     "stuck (all)": float("nan"), "stuck (top |w| decile)": float("nan"),
-                     "weight bytes/param": float("nan"), "n": len(floor)})
+    table.add_row(
+        format="-",
+        method=FLOOR,
+        lr=0.0,
+        lr_mult=0.0,
+        **{
+            "test loss": float(np.mean([f[0] for f in floor])),
+            "gap to fp32 AdamW": float(np.mean([f[0] for f in floor]) - np.mean(ref)),
+            "test acc": float(np.mean([f[1] for f in floor])),
+            "stuck (all)": float("nan"),
+            "stuck (top |w| decile)": float("nan"),
+            "weight bytes/param": float("nan"),
+            "n": len(floor),
+        },
+    )
     for method, fmt in runs:
         lr, lr_mult = _setting(method, tuned)
         loss = col(method, fmt, "loss")
         table.add_row(
-            format=fmt, method=method, lr=lr, lr_mult=lr_mult,
-            **{"test loss": float(np.mean(loss)),
-               "gap to fp32 AdamW": float(np.mean(loss) - np.mean(ref)),
-               "test acc": float(np.mean(col(method, fmt, "acc"))),
-               "stuck (all)": float(np.mean(col(method, fmt, "stuck_mean"))),
-               "stuck (top |w| decile)": float(np.mean([r["stuck_deciles"][-1] for r in res[(method, fmt)]])),
-               "weight bytes/param": res[(method, fmt)][0]["weight_bytes"] / n_params,
-               "n": len(loss)},
+            format=fmt,
+            method=method,
+            lr=lr,
+            lr_mult=lr_mult,
+            **{
+                "test loss": float(np.mean(loss)),
+                "gap to fp32 AdamW": float(np.mean(loss) - np.mean(ref)),
+                "test acc": float(np.mean(col(method, fmt, "acc"))),
+                "stuck (all)": float(np.mean(col(method, fmt, "stuck_mean"))),
+                "stuck (top |w| decile)": float(
+                    np.mean([r["stuck_deciles"][-1] for r in res[(method, fmt)]])
+                ),
+                "weight bytes/param": res[(method, fmt)][0]["weight_bytes"] / n_params,
+                "n": len(loss),
+            },
         )
     tune_table = Table(
         "Tuned at fp32 master weights (validation split, tuning seed 100)",
         ["family", "lr", "lr_mult", "validation loss"],
     )
     for fam, s in tuned.items():
-        tune_table.add_row(family=fam, lr=s["lr"], lr_mult=s["lr_mult"], **{"validation loss": s["val_loss"]})
+        tune_table.add_row(
+            family=fam, lr=s["lr"], lr_mult=s["lr_mult"], **{"validation loss": s["val_loss"]}
+        )
 
     def loss_claim(fmt: str, other: str) -> Claim:
         return Claim.superior(
             f"At {fmt}, M+Adam (combined) reaches a lower test loss than {other}.",
-            col("M+Adam combined", fmt, "loss"), col(other, fmt, "loss"),
-            names=(f"M+Adam {fmt}", f"{other} {fmt}"), metric="final test loss (nats)",
-            higher_is_better=False, test="t",
+            col("M+Adam combined", fmt, "loss"),
+            col(other, fmt, "loss"),
+            names=(f"M+Adam {fmt}", f"{other} {fmt}"),
+            metric="final test loss (nats)",
+            higher_is_better=False,
+            test="t",
         )
 
     claims = [
@@ -284,35 +340,58 @@ def run(ctx: RunContext) -> Result:
         )
     ]
     if "fp8_e4m3" in formats:
-        claims.append(Claim.all_of(
-            "2. At fp8 (e4m3) master weights, M+Adam beats Adam-nearest and Adam-stochastic "
-            "(MLP; the LM part is not run).",
-            [loss_claim("fp8_e4m3", "Adam-nearest"), loss_claim("fp8_e4m3", "Adam-stochastic")],
-        ))
+        claims.append(
+            Claim.all_of(
+                "2. At fp8 (e4m3) master weights, M+Adam beats Adam-nearest and Adam-stochastic "
+                "(MLP; the LM part is not run).",
+                [loss_claim("fp8_e4m3", "Adam-nearest"), loss_claim("fp8_e4m3", "Adam-stochastic")],
+            )
+        )
     top_adam = [r["stuck_deciles"][-1] for r in res[("Adam-nearest", "bf16")]]
     bot_adam = [r["stuck_deciles"][0] for r in res[("Adam-nearest", "bf16")]]
     top_mp = [r["stuck_deciles"][-1] for r in res[("M+Adam combined", "bf16")]]
-    claims.append(Claim.all_of(
-        "3. At bf16, Adam-nearest's stuck fraction rises with |w| (top |w| decile > bottom "
-        "decile), and M+Adam's is lower in the top decile.",
-        [
-            Claim.superior("Adam-nearest: top-decile stuck share > bottom-decile's.",
-                           top_adam, bot_adam, names=("top |w| decile", "bottom |w| decile"),
-                           metric="share of steps whose update was rounded away", test="t"),
-            Claim.superior("M+Adam's top-decile stuck share < Adam-nearest's.",
-                           top_mp, top_adam, names=("M+Adam", "Adam-nearest"),
-                           metric="top-decile stuck share", higher_is_better=False, test="t"),
-        ],
-    ))
-    wb = {m: res[(m, "bf16")][0]["weight_bytes"] for m in ("M+Adam combined", "Adam-nearest", KAHAN)}
-    claims.append(Claim.check(
-        "4. M+Adam stores no high-precision copy: its weight bytes (master + any compensation "
-        "buffer) are <= Adam's at bf16, and optimi's Kahan AdamW's are larger.",
-        "bytes of master weights + compensation buffers (moments, kept by all, excluded): "
-        "M+Adam <= Adam-nearest < optimi Kahan",
-        {"M+Adam": wb["M+Adam combined"], "Adam-nearest": wb["Adam-nearest"], "optimi Kahan": wb[KAHAN]},
-        lambda v: v["M+Adam"] <= v["Adam-nearest"] < v["optimi Kahan"],
-    ))
+    claims.append(
+        Claim.all_of(
+            "3. At bf16, Adam-nearest's stuck fraction rises with |w| (top |w| decile > bottom "
+            "decile), and M+Adam's is lower in the top decile.",
+            [
+                Claim.superior(
+                    "Adam-nearest: top-decile stuck share > bottom-decile's.",
+                    top_adam,
+                    bot_adam,
+                    names=("top |w| decile", "bottom |w| decile"),
+                    metric="share of steps whose update was rounded away",
+                    test="t",
+                ),
+                Claim.superior(
+                    "M+Adam's top-decile stuck share < Adam-nearest's.",
+                    top_mp,
+                    top_adam,
+                    names=("M+Adam", "Adam-nearest"),
+                    metric="top-decile stuck share",
+                    higher_is_better=False,
+                    test="t",
+                ),
+            ],
+        )
+    )
+    wb = {
+        m: res[(m, "bf16")][0]["weight_bytes"] for m in ("M+Adam combined", "Adam-nearest", KAHAN)
+    }
+    claims.append(
+        Claim.check(
+            "4. M+Adam stores no high-precision copy: its weight bytes (master + any compensation "
+            "buffer) are <= Adam's at bf16, and optimi's Kahan AdamW's are larger.",
+            "bytes of master weights + compensation buffers (moments, kept by all, excluded): "
+            "M+Adam <= Adam-nearest < optimi Kahan",
+            {
+                "M+Adam": wb["M+Adam combined"],
+                "Adam-nearest": wb["Adam-nearest"],
+                "optimi Kahan": wb[KAHAN],
+            },
+            lambda v: v["M+Adam"] <= v["Adam-nearest"] < v["optimi Kahan"],
+        )
+    )
     notes = [
         "Emulation: the forward and backward run in fp32 on the stored values; bf16 weights "
         "are real torch.bfloat16 tensors, fp8/fp4 weights are float32 tensors holding exactly "

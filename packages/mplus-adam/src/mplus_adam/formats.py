@@ -269,7 +269,7 @@ def quantize(
 
     Example:
         >>> import torch
-        >>> x = torch.tensor([0.3, 1.1, 2.6, 7.0])   # one block; scale 2: grid {0, 1, 2, 3, 4, 6, 8, 12}
+        >>> x = torch.tensor([0.3, 1.1, 2.6, 7.0])  # one block, scale 2: {0, 1, 2, 3, 4, 6, 8, 12}
         >>> quantize(x, "fp4_e2m1", block_size=None).tolist()
         [0.0, 1.0, 3.0, 8.0]
         >>> quantize(torch.tensor([1.0, 1.001]), "bf16").tolist()  # 1.001 is below half a bf16 ulp

@@ -199,7 +199,12 @@ class MPlusAdam(torch.optim.Optimizer):
         index = 0
         for group in self.param_groups:
             b1, b2 = group["betas"]
-            lr, lr_mult, eps, wd = group["lr"], group["lr_mult"], group["eps"], group["weight_decay"]
+            lr, lr_mult, eps, wd = (
+                group["lr"],
+                group["lr_mult"],
+                group["eps"],
+                group["weight_decay"],
+            )
             mode, rounding, block = group["mode"], group["rounding"], group["block_size"]
             fmt = _fm.get_format(group["master_format"])
             for p in group["params"]:
@@ -227,8 +232,10 @@ class MPlusAdam(torch.optim.Optimizer):
                     gen = torch.Generator(device=p.device)
                     gen.manual_seed((group["seed"] * 1_000_003 + int(t) * 7919 + index) % _SEED_MOD)
 
-                def target_mult(w: torch.Tensor = w, u: torch.Tensor = u) -> torch.Tensor:
-                    return w * torch.exp(-lr_mult * torch.sign(w) * u)
+                def target_mult(
+                    w: torch.Tensor = w, u: torch.Tensor = u, c: float = lr_mult
+                ) -> torch.Tensor:
+                    return w * torch.exp(-c * torch.sign(w) * u)
 
                 decay = (lr_mult if mode == "multiplicative" else lr) * wd
                 if mode == "additive":
@@ -277,9 +284,7 @@ class LowPrecisionAdam(MPlusAdam):
         for bad in ("lr_mult", "mode"):
             if bad in kwargs:
                 raise TypeError(f"LowPrecisionAdam takes no {bad!r} (it is the additive step)")
-        super().__init__(
-            params, lr, 0.0, betas, eps, weight_decay, mode="additive", **kwargs
-        )
+        super().__init__(params, lr, 0.0, betas, eps, weight_decay, mode="additive", **kwargs)
 
 
 class Madam(MPlusAdam):
@@ -310,9 +315,7 @@ class Madam(MPlusAdam):
         )
 
 
-def binned_stuck(
-    weights: Any, stuck: Any, bins: int = 10
-) -> tuple[np.ndarray, np.ndarray]:
+def binned_stuck(weights: Any, stuck: Any, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """Share of stuck coordinates in equal-count bins of ``|w|`` (deciles by default).
 
     Args:
