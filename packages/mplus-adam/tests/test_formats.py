@@ -20,7 +20,15 @@ def _wide(n=20000, seed=0):
 def test_nearest_matches_torch_casts(fmt, dtype, limit):
     x = _wide().clamp(-limit, limit)
     x = torch.cat([x, torch.tensor([0.0, -0.0, 1.0 + 2**-8, 1.0 + 3 * 2**-8])])  # ties
-    assert torch.equal(round_to_grid(x, fmt), x.to(dtype).float())
+    assert torch.equal(round_to_grid(x, fmt), x.to(dtype).float())  # the fast path
+    generic = fm._round_generic(x, fm.get_format(fmt), "nearest", None)  # the grid rule
+    assert torch.equal(generic, x.to(dtype).float())
+
+
+def test_nearest_saturates_beyond_fmax():
+    x = torch.tensor([500.0, -1e6, 448.0])
+    assert round_to_grid(x, "fp8_e4m3").tolist() == [448.0, -448.0, 448.0]
+    assert round_to_grid(torch.tensor([9.0]), "fp4_e2m1").tolist() == [6.0]
 
 
 def test_bf16_quantize_is_the_cast():
