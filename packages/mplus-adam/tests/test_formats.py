@@ -112,3 +112,12 @@ def test_bad_input():
         quantize(torch.ones(4, dtype=torch.int64), "bf16")
     with pytest.raises(TypeError, match=r"torch\.Tensor"):
         quantize([1.0, 2.0], "bf16")
+
+
+def test_docstring_examples():
+    import doctest
+
+    from mplus_adam import optim
+
+    for module in (fm, optim):
+        assert doctest.testmod(module).failed == 0, module.__name__

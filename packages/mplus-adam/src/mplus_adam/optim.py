@@ -119,7 +119,7 @@ class MPlusAdam(torch.optim.Optimizer):
         >>> opt = MPlusAdam([w], lr=1e-4, lr_mult=1e-2, master_format="bf16")
         >>> w.sum().backward(); opt.step()
         >>> w.tolist()  # Adam alone would leave 2.0: 2 - 1e-4 rounds back to 2 in bf16
-        [1.984375, 1.984375, 1.984375, 1.984375]
+        [1.9765625, 1.9765625, 1.9765625, 1.9765625]
     """
 
     def __init__(
