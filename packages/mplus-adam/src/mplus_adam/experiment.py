@@ -1,0 +1,437 @@
+"""The headline experiment of mplus-adam: `icml26 run mplus-adam`.
+
+Precision sweep on an MLP 784-H-H-10 trained on MNIST-5k (the core's ``load_mnist``), with
+the master weights stored only in a low-precision format (bf16, fp8_e4m3, fp4_e2m1) and
+the forward and backward run in fp32 on the stored values (emulation: the weights are
+exactly the format's values). Methods at every format: Adam with round-to-nearest (the
+failure mode), Adam with stochastic rounding, Madam-style multiplicative Adam, and M+Adam
+("combined" and "fallback"); at bf16 also torch-optimi's AdamW with Kahan summation
+(a second bf16 buffer: a hidden higher-precision copy). The reference is
+``torch.optim.AdamW`` with fp32 master weights; the floor is the untrained network.
+
+Tuning (nothing tuned on what the verdicts read): each method gets the same 3-point grid,
+chosen at fp32 master weights on a tuning seed (100) and a validation split (500
+training digits held out); the verdicts read the final loss on 1000 test digits over the
+seeds 0..n-1. Adam's ``lr`` grid; M+Adam's and Madam's ``lr_mult`` grid (M+Adam keeps
+Adam's tuned ``lr``). "fallback" is tuned as "combined" (at fp32 its multiplicative
+step never fires). Both rates follow one cosine schedule to zero.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from icml26_core import Claim, Experiment, Result, RunContext, Table
+
+LR_GRID = (1e-3, 3e-3, 1e-2)
+# Relative steps must exceed half a relative ulp to survive nearest rounding
+# (2^-9 = 0.002 in bf16): the grid starts above it (ours).
+LR_MULT_GRID = (3e-3, 1e-2, 3e-2)
+TUNING_SEEDS = (100,)
+LOW_FORMATS = ("bf16", "fp8_e4m3", "fp4_e2m1")
+METHODS = ("Adam-nearest", "Adam-stochastic", "Madam", "M+Adam combined", "M+Adam fallback")
+KAHAN = "optimi AdamW Kahan"
+REFERENCE = "AdamW fp32 master"
+FLOOR = "untrained (floor)"
+
+
+def _data(seed_split: int = 12345) -> dict[str, Any]:
+    import torch
+    from icml26_core.datasets import load_mnist
+
+    X, y = load_mnist()
+    perm = np.random.default_rng(seed_split).permutation(len(y))
+    test, val, train = perm[:1000], perm[1000:1500], perm[1500:]
+    t = lambda idx: (torch.from_numpy(X[idx]), torch.from_numpy(y[idx]))  # noqa: E731
+    return {"train": t(train), "val": t(val), "test": t(test)}
+
+
+def _init(seed: int, hidden: int, dtype: Any) -> list[Any]:
+    import torch
+
+    torch.manual_seed(seed)
+    layers = [
+        torch.nn.Linear(784, hidden),
+        torch.nn.Linear(hidden, hidden),
+        torch.nn.Linear(hidden, 10),
+    ]
+    params = []
+    for lin in layers:
+        params += [lin.weight.detach().clone(), lin.bias.detach().clone()]
+    return [p.to(dtype).requires_grad_(True) for p in params]
+
+
+def _forward(params: list[Any], x: Any) -> Any:
+    import torch
+
+    h = x
+    n = len(params) // 2
+    for i in range(n):
+        w, b = params[2 * i].float(), params[2 * i + 1].float()  # fp32 compute on stored values
+        h = torch.nn.functional.linear(h, w, b)
+        if i < n - 1:
+            h = torch.relu(h)
+    return h
+
+
+def _loss(params: list[Any], split: tuple[Any, Any]) -> tuple[float, float]:
+    import torch
+
+    with torch.no_grad():
+        logits = _forward(params, split[0])
+        loss = torch.nn.functional.cross_entropy(logits, split[1]).item()
+        acc = (logits.argmax(1) == split[1]).float().mean().item()
+    return loss, acc
+
+
+def _optimizer(
+    method: str, fmt: str, params: list[Any], lr: float, lr_mult: float, seed: int
+) -> Any:
+    import torch
+
+    from mplus_adam import LowPrecisionAdam, Madam, MPlusAdam
+
+    common = dict(master_format=fmt, block_size=32, moment_dtype=torch.float32, seed=seed)
+    if method == REFERENCE:
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    if method == KAHAN:
+        import optimi
+
+        return optimi.AdamW(params, lr=lr, weight_decay=0.0, kahan_sum=True, foreach=False)
+    if method == "Adam-nearest":
+        return LowPrecisionAdam(params, lr=lr, rounding="nearest", **common)
+    if method == "Adam-stochastic":
+        return LowPrecisionAdam(params, lr=lr, rounding="stochastic", **common)
+    if method == "Madam":
+        return Madam(params, lr_mult=lr_mult, **common)
+    mode = "combined" if method == "M+Adam combined" else "fallback"
+    return MPlusAdam(params, lr=lr, lr_mult=lr_mult, mode=mode, **common)
+
+
+def train(
+    method: str,
+    fmt: str,
+    *,
+    seed: int,
+    data: dict[str, Any],
+    lr: float,
+    lr_mult: float,
+    steps: int,
+    hidden: int,
+    batch: int = 64,
+    eval_split: str = "test",
+) -> dict[str, Any]:
+    """Train one MLP; return final loss/accuracy on ``eval_split``, stuck rates, bytes."""
+    import torch
+
+    from mplus_adam import binned_stuck, state_bytes
+
+    dtype = torch.bfloat16 if fmt == "bf16" else torch.float32
+    params = _init(seed, hidden, dtype)
+    opt = _optimizer(method, fmt, params, lr, lr_mult, seed)
+    for g in opt.param_groups:
+        g["lr0"], g["lr_mult0"] = g["lr"], g.get("lr_mult", 0.0)
+    Xtr, ytr = data["train"]
+    gen = torch.Generator().manual_seed(seed)
+    stuck = [torch.zeros(p.shape, dtype=torch.int32) for p in params]
+    for t in range(steps):
+        f = 0.5 * (1.0 + math.cos(math.pi * t / steps))
+        for g in opt.param_groups:
+            g["lr"] = g["lr0"] * f
+            if "lr_mult" in g:
+                g["lr_mult"] = g["lr_mult0"] * f
+        idx = torch.randint(0, len(ytr), (batch,), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(_forward(params, Xtr[idx]), ytr[idx])
+        loss.backward()
+        before = [p.detach().clone() for p in params]
+        opt.step()
+        for s, p, b in zip(stuck, params, before, strict=True):
+            s += ((p.detach() == b) & (p.grad != 0)).to(torch.int32)
+    for g in opt.param_groups:
+        g.pop("lr0"), g.pop("lr_mult0")
+    loss, acc = _loss(params, data[eval_split])
+    if not math.isfinite(loss):
+        loss = float("nan")
+    rates = torch.cat([s.flatten().float() / steps for s in stuck])
+    weights = torch.cat([p.detach().float().flatten() for p in params])
+    _, deciles = binned_stuck(weights, rates, bins=10)
+    nbytes = state_bytes(opt)
+    comp = sum(
+        v.numel() * v.element_size()
+        for st in opt.state.values()
+        for k, v in st.items()
+        if isinstance(v, torch.Tensor) and k == "kahan_comp"
+    )
+    return {
+        "loss": loss,
+        "acc": acc,
+        "stuck_mean": rates.mean().item(),
+        "stuck_deciles": [float(d) for d in deciles],
+        "master_bytes": nbytes["master"],
+        "weight_bytes": nbytes["master"] + comp,  # master + hidden compensation copy
+        "state_bytes": nbytes["state"],
+    }
+
+
+def _tune(
+    ctx: RunContext, data: dict[str, Any], steps: int, hidden: int, lr_grid: Any, mult_grid: Any
+) -> dict[str, dict[str, float]]:
+    """Best grid point per method family at fp32, on the validation split and tuning seeds."""
+
+    def score(method: str, lr: float, lr_mult: float) -> float:
+        vals = [
+            train(
+                method,
+                "fp32",
+                seed=s,
+                data=data,
+                lr=lr,
+                lr_mult=lr_mult,
+                steps=steps,
+                hidden=hidden,
+                eval_split="val",
+            )["loss"]
+            for s in TUNING_SEEDS
+        ]
+        return float(np.nanmean(vals)) if not all(np.isnan(vals)) else float("inf")
+
+    jobs = [("adam", lr, 0.0) for lr in lr_grid]
+    out: dict[str, dict[str, float]] = {}
+    scores = {j: score("Adam-nearest", j[1], 0.0) for j in ctx.progress(jobs, "tuning Adam lr")}
+    best_lr = min(scores, key=scores.get)[1]
+    out["adam"] = {"lr": best_lr, "lr_mult": 0.0, "val_loss": min(scores.values())}
+    for fam, method in (("mplus", "M+Adam combined"), ("madam", "Madam")):
+        s = {m: score(method, best_lr, m) for m in ctx.progress(mult_grid, f"tuning {method}")}
+        best = min(s, key=s.get)
+        out[fam] = {"lr": best_lr if fam == "mplus" else 0.0, "lr_mult": best, "val_loss": s[best]}
+    return out
+
+
+def _setting(method: str, tuned: dict[str, dict[str, float]]) -> tuple[float, float]:
+    if method.startswith("M+Adam"):
+        return tuned["mplus"]["lr"], tuned["mplus"]["lr_mult"]
+    if method == "Madam":
+        return 0.0, tuned["madam"]["lr_mult"]
+    return tuned["adam"]["lr"], 0.0
+
+
+def run(ctx: RunContext) -> Result:
+    """Measure the claims at ``ctx.scale`` and decide them with the core's builders."""
+    import torch
+
+    torch.set_num_threads(1)
+    n_seeds = ctx.pick(smoke=5, default=5, full=10)
+    steps = ctx.pick(smoke=25, default=300, full=600)
+    hidden = ctx.pick(smoke=16, default=64, full=256)
+    formats = ctx.pick(smoke=("bf16",), default=LOW_FORMATS, full=LOW_FORMATS)
+    lr_grid = ctx.pick(smoke=(1e-3,), default=LR_GRID, full=LR_GRID)
+    mult_grid = ctx.pick(smoke=(1e-2,), default=LR_MULT_GRID, full=LR_MULT_GRID)
+    data = _data()
+    tuned = _tune(ctx, data, steps, hidden, lr_grid, mult_grid)
+    seeds = list(range(n_seeds))
+    runs: list[tuple[str, str]] = [(REFERENCE, "fp32"), ("M+Adam combined", "fp32")]
+    for fmt in formats:
+        runs += [(m, fmt) for m in METHODS]
+        if fmt == "bf16":
+            runs.append((KAHAN, fmt))
+    res: dict[tuple[str, str], list[dict[str, Any]]] = {r: [] for r in runs}
+    jobs = [(r, s) for s in seeds for r in runs]
+    for (method, fmt), seed in ctx.progress(jobs, "training runs"):
+        lr, lr_mult = _setting(method, tuned)
+        res[(method, fmt)].append(
+            train(
+                method,
+                fmt,
+                seed=seed,
+                data=data,
+                lr=lr,
+                lr_mult=lr_mult,
+                steps=steps,
+                hidden=hidden,
+            )
+        )
+    floor = [_loss(_init(s, hidden, torch.float32), data["test"]) for s in seeds]
+
+    def col(method: str, fmt: str, key: str) -> list[float]:
+        return [r[key] for r in res[(method, fmt)]]
+
+    ref = col(REFERENCE, "fp32", "loss")
+    table = Table(
+        f"MNIST-5k MLP 784-{hidden}-{hidden}-10, {steps} steps: final test loss (nats) per "
+        f"master format and method, mean over seeds",
+        [
+            "format",
+            "method",
+            "lr",
+            "lr_mult",
+            "test loss",
+            "gap to fp32 AdamW",
+            "test acc",
+            "stuck (all)",
+            "stuck (top decile of abs w)",
+            "weight bytes/param",
+            "n",
+        ],
+    )
+    n_params = sum(p.numel() for p in _init(0, hidden, torch.float32))
+    table.add_row(
+        format="-",
+        method=FLOOR,
+        lr=0.0,
+        lr_mult=0.0,
+        **{
+            "test loss": float(np.mean([f[0] for f in floor])),
+            "gap to fp32 AdamW": float(np.mean([f[0] for f in floor]) - np.mean(ref)),
+            "test acc": float(np.mean([f[1] for f in floor])),
+            "stuck (all)": float("nan"),
+            "stuck (top decile of abs w)": float("nan"),
+            "weight bytes/param": float("nan"),
+            "n": len(floor),
+        },
+    )
+    for method, fmt in runs:
+        lr, lr_mult = _setting(method, tuned)
+        loss = col(method, fmt, "loss")
+        table.add_row(
+            format=fmt,
+            method=method,
+            lr=lr,
+            lr_mult=lr_mult,
+            **{
+                "test loss": float(np.mean(loss)),
+                "gap to fp32 AdamW": float(np.mean(loss) - np.mean(ref)),
+                "test acc": float(np.mean(col(method, fmt, "acc"))),
+                "stuck (all)": float(np.mean(col(method, fmt, "stuck_mean"))),
+                "stuck (top decile of abs w)": float(
+                    np.mean([r["stuck_deciles"][-1] for r in res[(method, fmt)]])
+                ),
+                "weight bytes/param": res[(method, fmt)][0]["weight_bytes"] / n_params,
+                "n": len(loss),
+            },
+        )
+    tune_table = Table(
+        "Tuned at fp32 master weights (validation split, tuning seed 100)",
+        ["family", "lr", "lr_mult", "validation loss"],
+    )
+    for fam, s in tuned.items():
+        tune_table.add_row(
+            family=fam, lr=s["lr"], lr_mult=s["lr_mult"], **{"validation loss": s["val_loss"]}
+        )
+
+    def loss_claim(fmt: str, other: str) -> Claim:
+        return Claim.superior(
+            f"At {fmt}, M+Adam (combined) reaches a lower test loss than {other}.",
+            col("M+Adam combined", fmt, "loss"),
+            col(other, fmt, "loss"),
+            names=(f"M+Adam {fmt}", f"{other} {fmt}"),
+            metric="final test loss (nats)",
+            higher_is_better=False,
+            test="t",
+        )
+
+    claims = [
+        Claim.all_of(
+            "1. At bf16 master weights, M+Adam's test-loss gap to fp32-master AdamW is smaller "
+            "than Adam-nearest's and Adam-stochastic's (MLP; the LM part is not run).",
+            [loss_claim("bf16", "Adam-nearest"), loss_claim("bf16", "Adam-stochastic")],
+        )
+    ]
+    if "fp8_e4m3" in formats:
+        claims.append(
+            Claim.all_of(
+                "2. At fp8 (e4m3) master weights, M+Adam beats Adam-nearest and Adam-stochastic "
+                "(MLP; the LM part is not run).",
+                [loss_claim("fp8_e4m3", "Adam-nearest"), loss_claim("fp8_e4m3", "Adam-stochastic")],
+            )
+        )
+    top_adam = [r["stuck_deciles"][-1] for r in res[("Adam-nearest", "bf16")]]
+    bot_adam = [r["stuck_deciles"][0] for r in res[("Adam-nearest", "bf16")]]
+    top_mp = [r["stuck_deciles"][-1] for r in res[("M+Adam combined", "bf16")]]
+    claims.append(
+        Claim.all_of(
+            "3. At bf16, Adam-nearest's stuck fraction rises with |w| (top |w| decile > bottom "
+            "decile), and M+Adam's is lower in the top decile.",
+            [
+                Claim.superior(
+                    "Adam-nearest: top-decile stuck share > bottom-decile's.",
+                    top_adam,
+                    bot_adam,
+                    names=("top |w| decile", "bottom |w| decile"),
+                    metric="share of steps whose update was rounded away",
+                    test="t",
+                ),
+                Claim.superior(
+                    "M+Adam's top-decile stuck share < Adam-nearest's.",
+                    top_mp,
+                    top_adam,
+                    names=("M+Adam", "Adam-nearest"),
+                    metric="top-decile stuck share",
+                    higher_is_better=False,
+                    test="t",
+                ),
+            ],
+        )
+    )
+    mp32 = col("M+Adam combined", "fp32", "loss")
+    cost_mp = [b - a for a, b in zip(mp32, col("M+Adam combined", "bf16", "loss"), strict=True)]
+    cost_adam = [b - a for a, b in zip(ref, col("Adam-nearest", "bf16", "loss"), strict=True)]
+    claims.append(
+        Claim.superior(
+            "5. Ablation (ours): M+Adam's win at bf16 comes from rounding, not from a larger "
+            "step: its loss increase from fp32 to bf16 master weights is smaller than Adam's "
+            "(Adam-nearest bf16 minus fp32 AdamW).",
+            cost_mp,
+            cost_adam,
+            names=("M+Adam bf16 - fp32", "Adam bf16 - fp32"),
+            metric="test-loss increase from fp32 to bf16 master (nats)",
+            higher_is_better=False,
+            test="t",
+        )
+    )
+    wb = {
+        m: res[(m, "bf16")][0]["weight_bytes"] for m in ("M+Adam combined", "Adam-nearest", KAHAN)
+    }
+    claims.append(
+        Claim.check(
+            "4. M+Adam stores no high-precision copy: its weight bytes (master + any compensation "
+            "buffer) are <= Adam's at bf16, and optimi's Kahan AdamW's are larger.",
+            "bytes of master weights + compensation buffers (moments, kept by all, excluded): "
+            "M+Adam <= Adam-nearest < optimi Kahan",
+            {
+                "M+Adam": wb["M+Adam combined"],
+                "Adam-nearest": wb["Adam-nearest"],
+                "optimi Kahan": wb[KAHAN],
+            },
+            lambda v: v["M+Adam"] <= v["Adam-nearest"] < v["optimi Kahan"],
+        )
+    )
+    notes = [
+        "Emulation: the forward and backward run in fp32 on the stored values; bf16 weights "
+        "are real torch.bfloat16 tensors, fp8/fp4 weights are float32 tensors holding exactly "
+        "the format's values (power-of-two scale per block of 32). Moments are fp32 for ours, "
+        "bf16 for optimi (its convention).",
+        "Stuck: a coordinate's update at a step is 'stuck' when its gradient is nonzero and the "
+        "stored weight did not change; shares are over all steps, binned by final |w| deciles.",
+    ]
+    data_out = {
+        "tuned": tuned,
+        "runs": {f"{m} | {f}": v for (m, f), v in res.items()},
+        "floor": floor,
+        "steps": steps,
+        "hidden": hidden,
+    }
+    return Result(tables=[table, tune_table], claims=claims, notes=notes, data=data_out)
+
+
+EXPERIMENT = Experiment(
+    name="mplus-adam",
+    title="M+Adam: additive plus multiplicative Adam for low-precision master weights",
+    claim=(
+        "With only bf16/fp8/fp4 master weights, M+Adam trains better than low-precision Adam "
+        "(nearest or stochastic rounding), whose updates stall at large |w|."
+    ),
+    run=run,
+)
