@@ -258,3 +258,13 @@ def test_check_claims_show_their_measured_values():
     # claims decided by a statistical builder show their evidence instead
     sup = Claim.superior("a beats b", np.arange(8) + 1.0, np.zeros(8))
     assert measured_line(sup) is None
+
+
+def test_table_markdown_escapes_pipes_in_cells():
+    from icml26_core.report import table_markdown
+
+    t = Table("t", ["|w| decile", "method"])
+    t.add_row(**{"|w| decile": 1.0, "method": "a|b"})
+    lines = table_markdown(t).splitlines()
+    assert lines[2] == "| \\|w\\| decile | method |"
+    assert lines[4] == "| 1 | a\\|b |"

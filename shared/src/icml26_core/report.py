@@ -17,13 +17,19 @@ README_START = "<!-- icml26:results:start -->"
 README_END = "<!-- icml26:results:end -->"
 
 
+def _cell(text: str) -> str:
+    # a "|" inside a cell (e.g. a column named "|w| decile") would split the markdown row
+    return str(text).replace("|", "\\|")
+
+
 def table_markdown(table: Table) -> str:
     """Render a :class:`Table` as a GitHub markdown table with its title."""
     lines = [f"**{table.title}**", ""]
-    lines.append("| " + " | ".join(table.columns) + " |")
+    lines.append("| " + " | ".join(_cell(c) for c in table.columns) + " |")
     lines.append("|" + "|".join("---" for _ in table.columns) + "|")
     for row in table.rows:
-        lines.append("| " + " | ".join(format_value(row.get(c)) for c in table.columns) + " |")
+        cells = (_cell(format_value(row.get(c))) for c in table.columns)
+        lines.append("| " + " | ".join(cells) + " |")
     if table.note:
         lines += ["", table.note]
     return "\n".join(lines) + "\n"
