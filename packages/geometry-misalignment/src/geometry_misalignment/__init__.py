@@ -1,5 +1,4 @@
-"""geometry-misalignment: Wasserstein-metric preconditioning, calibrated by a measured
-condition number, for Sinkhorn distribution matching.
+"""geometry-misalignment: calibrated Wasserstein-metric preconditioning for Sinkhorn matching.
 
 Public API: :func:`misalignment` (the condition number of the pulled-back Wasserstein
 metric), :class:`WassersteinNaturalGradient` (preconditioned steps),

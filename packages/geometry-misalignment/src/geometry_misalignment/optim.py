@@ -47,8 +47,9 @@ def conjugate_gradient(
     b_norm = rr**0.5
     if b_norm == 0.0:
         return s, 0, 0.0
-    k = 0
-    for k in range(1, max_iter + 1):
+    iters = 0
+    while iters < max_iter:
+        iters += 1
         ad = matvec(d)
         dad = float(d @ ad)
         if dad <= 0:
@@ -62,7 +63,7 @@ def conjugate_gradient(
             break
         d = r + (rr_new / rr) * d
         rr = rr_new
-    return s, k, rr**0.5 / b_norm
+    return s, iters, rr**0.5 / b_norm
 
 
 def _call(closure: Closure | None, who: str) -> tuple[Tensor, Tensor]:
@@ -290,6 +291,7 @@ class CalibratedOptimizer(torch.optim.Optimizer):
         return loss.detach()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the gradients (through the base optimizer)."""
         self.base.zero_grad(set_to_none)
 
     def state_dict(self) -> dict[str, Any]:

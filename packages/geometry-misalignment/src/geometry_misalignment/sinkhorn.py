@@ -131,4 +131,5 @@ class SinkhornLoss(nn.Module):
         return value.mean() if self.reduction == "mean" else value.sum()
 
     def extra_repr(self) -> str:
+        """The settings, for ``repr``."""
         return f"blur={self.blur}, p={self.p}, scaling={self.scaling}, reduction={self.reduction!r}"
