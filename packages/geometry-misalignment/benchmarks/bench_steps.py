@@ -10,8 +10,8 @@ and reported as ratios of medians with bootstrap 95% CIs.
 
     uv run python packages/geometry-misalignment/benchmarks/bench_steps.py [--full]
 
-The default grid is n = 200, d in 16, 64 (2 shared CPU cores); ``--full`` is the issue's grid (n in 500, 2000, 5000; d in 16, 64): minutes per point on
-a loaded CPU, meant for a GPU or an idle machine.
+The default grid is n = 200, d in 16, 64 (2 shared CPU cores); ``--full`` is the
+issue's grid (n in 500, 2000, 5000; d in 16, 64), minutes per point on a loaded CPU.
 """
 
 from __future__ import annotations
