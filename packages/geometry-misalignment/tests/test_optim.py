@@ -55,7 +55,7 @@ def _iterations(method, kappa, tol=1e-8, max_steps=3000):
         else:
             opt.zero_grad()
             loss = loss_of(X @ W)
-            f = float(loss)
+            f = float(loss.detach())
             loss.backward()
             opt.step()
         if f <= tol * f0:

@@ -15,7 +15,7 @@ def _pot_sinkhorn_divergence(x, y, blur):
         a = np.full(len(a_pts), 1 / len(a_pts))
         b = np.full(len(b_pts), 1 / len(b_pts))
         M = ot.dist(a_pts, b_pts, metric="sqeuclidean") / 2
-        P = ot.sinkhorn(a, b, M, eps, method="sinkhorn_log", numItermax=5000, stopThr=1e-11)
+        P = ot.sinkhorn(a, b, M, eps, method="sinkhorn_log", numItermax=3000, stopThr=1e-9)
         mask = P > 0
         kl = np.sum(P[mask] * np.log(P[mask] / np.outer(a, b)[mask]))
         return float(np.sum(P * M) + eps * kl)
@@ -26,8 +26,8 @@ def _pot_sinkhorn_divergence(x, y, blur):
 @pytest.mark.parametrize("blur", [0.5, 1.0])
 def test_matches_pot_log_domain_sinkhorn(blur):
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((40, 3))
-    y = rng.standard_normal((30, 3)) * 0.7 + 0.5
+    x = rng.standard_normal((24, 3))
+    y = rng.standard_normal((18, 3)) * 0.7 + 0.5
     ours = float(sinkhorn_divergence(torch.tensor(x), torch.tensor(y), blur, scaling=0.99))
     ref = _pot_sinkhorn_divergence(x, y, blur)
     assert ours == pytest.approx(ref, abs=1e-4)
