@@ -1,0 +1,28 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from geometry_misalignment.experiment import _wine_whitened, misaligned_problem
+from icml26_core.testing import check_experiment
+
+
+@pytest.mark.parametrize("kappa", [1.0, 1e2, 1e6])
+def test_misaligned_problem_has_the_stated_condition_number(kappa):
+    X = _wine_whitened()
+    np.testing.assert_allclose(X.T @ X / len(X), np.eye(X.shape[1]), atol=1e-10)
+    Z, Y, W0 = misaligned_problem(X, kappa, seed=3)
+    assert float(torch.linalg.cond(Z.T @ Z / len(Z))) == pytest.approx(kappa, rel=1e-6)
+    # the start is at the same intrinsic (output-space) distance for every kappa
+    Z1, Y1, W1 = misaligned_problem(X, 1.0, seed=3)
+    gap = float(((Z @ W0 - Y) ** 2).mean())
+    gap1 = float(((Z1 @ W1 - Y1) ** 2).mean())
+    assert math.isclose(gap, gap1, rel_tol=1e-6)
+
+
+@pytest.mark.slow
+def test_experiment_smoke(tmp_path):
+    result = check_experiment("geometry-misalignment", tmp_path)
+    assert len(result.claims) == 5
+    wng = result.data["part1"]["iters"]["wng"]
+    assert all(v is not None for vs in wng.values() for v in vs)
