@@ -163,7 +163,9 @@ def _directions(directions: np.ndarray, d: int) -> np.ndarray:
     return U / np.linalg.norm(U, axis=0, keepdims=True)
 
 
-def per_direction_wasserstein(gen: np.ndarray, test: np.ndarray, directions: np.ndarray) -> np.ndarray:
+def per_direction_wasserstein(
+    gen: np.ndarray, test: np.ndarray, directions: np.ndarray
+) -> np.ndarray:
     """1-D W1 between the projections of ``gen`` and ``test`` on each direction.
 
     Args:
@@ -186,12 +188,13 @@ def per_direction_wasserstein(gen: np.ndarray, test: np.ndarray, directions: np.
 def sliced_w2(gen: np.ndarray, test: np.ndarray, directions: np.ndarray) -> float:
     """Sliced W2 along the given directions: ``sqrt(mean_j W2^2(<gen, u_j>, <test, u_j>))``.
 
-    1-D W2 from the quantile functions on ``max(n, m)`` midpoint levels.
+    1-D W2 from the empirical quantile functions on ``max(n, m)`` midpoint levels (for
+    equal sizes: the sorted-sample formula).
     """
     G = _check_data(gen, None, "gen")
     T = _check_data(test, G.shape[1], "test")
     U = _directions(directions, G.shape[1])
     q = (np.arange(max(len(G), len(T))) + 0.5) / max(len(G), len(T))
-    QG = np.quantile(G @ U, q, axis=0)
-    QT = np.quantile(T @ U, q, axis=0)
+    QG = np.quantile(G @ U, q, axis=0, method="inverted_cdf")
+    QT = np.quantile(T @ U, q, axis=0, method="inverted_cdf")
     return float(np.sqrt(np.mean((QG - QT) ** 2)))

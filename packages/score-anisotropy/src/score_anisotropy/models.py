@@ -7,6 +7,7 @@ float tensor of shape ``(B,)`` with the diffusion time in ``[0, 1]`` (step / n_s
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -98,7 +99,7 @@ class ScoreCNN(nn.Module):
         chans = [2] + [channels] * (depth - 1) + [1]
         convs = [
             nn.Conv2d(a, b, kernel, padding=kernel // 2, padding_mode=padding_mode)
-            for a, b in zip(chans[:-1], chans[1:], strict=True)
+            for a, b in itertools.pairwise(chans)
         ]
         self.convs = nn.ModuleList(convs)
 
@@ -123,7 +124,9 @@ class _Block(nn.Module):
         self.qkv = nn.Linear(width, 3 * width)
         self.proj = nn.Linear(width, width)
         self.ln2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width)
+        )
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         b, n, w = h.shape
@@ -184,15 +187,15 @@ class DDPMSchedule:
 
     Args:
         n_steps: Number of diffusion steps T.
-        kind: ``"cosine"`` (Nichol & Dhariwal 2021; default) or ``"linear"``
-            (Ho et al. 2020, betas from ``1e-4 * 1000 / T`` to ``0.02 * 1000 / T``).
+        kind: ``"linear"`` (default) or ``"cosine"`` (Nichol & Dhariwal 2021)
+            (Ho et al. 2020; betas from ``1e-4 * 1000 / T`` to ``0.02 * 1000 / T``).
 
     Attributes:
         betas: Tensor of shape ``(T,)``, float64.
         alphas_bar: Cumulative products ``prod_{s' <= s} (1 - beta_s')``, shape ``(T,)``.
     """
 
-    def __init__(self, n_steps: int = 100, kind: str = "cosine") -> None:
+    def __init__(self, n_steps: int = 100, kind: str = "linear") -> None:
         self.n_steps = check_int("n_steps", n_steps, low=1)
         self.kind = check_choice("kind", kind, ("cosine", "linear"))
         T = self.n_steps
@@ -224,4 +227,3 @@ def _check_model(model: nn.Module, name: str = "model") -> None:
         raise TypeError(f"{name} must be a torch.nn.Module, got {type(model).__name__}")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError(f"{name} has no trainable parameters; its tangent kernel is zero")
-

@@ -100,6 +100,7 @@ def empirical_ntk(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int
     params, rest = _params(model)
     n, d = x.shape
     K = torch.zeros(d, d, dtype=torch.float64, device=x.device)
+
     def f(p: dict[str, torch.Tensor], xi: torch.Tensor, ti: torch.Tensor) -> torch.Tensor:
         return functional_call(model, (p, rest), (xi[None], ti[None]))[0]
 
@@ -172,8 +173,10 @@ def _noisy_inputs(
     g = torch.Generator().manual_seed(seed)
     X = torch.as_tensor(np.asarray(X, dtype=np.float64) if not torch.is_tensor(X) else X)
     n = X.shape[0]
-    rows = torch.randperm(n, generator=g)[:n_inputs] if n >= n_inputs else torch.randint(
-        n, (n_inputs,), generator=g
+    rows = (
+        torch.randperm(n, generator=g)[:n_inputs]
+        if n >= n_inputs
+        else torch.randint(n, (n_inputs,), generator=g)
     )
     x0 = X[rows].to(torch.float64)
     step = torch.randint(schedule.n_steps, (n_inputs,), generator=g)
@@ -284,7 +287,9 @@ def sad(
     return SADResult(lam, U, float(lam[0] / mean), float(trace**2 / trace_sq), trace, method)
 
 
-def alignment(result: SADResult, X: np.ndarray | torch.Tensor, k: int | None = None) -> dict[str, float]:
+def alignment(
+    result: SADResult, X: np.ndarray | torch.Tensor, k: int | None = None
+) -> dict[str, float]:
     """How much of the data's variance lies in the top SADs, relative to chance.
 
     ``top_k = [tr(U_k^T Sigma U_k) / tr Sigma] / (k / D)`` (1 for a random k-dimensional
@@ -339,7 +344,7 @@ def dct_frequency(directions: np.ndarray) -> np.ndarray:
     """Mean DCT frequency ``sum_{a,b} (a + b) c_ab^2`` of each unit column (D = side^2)."""
     U = np.asarray(directions, dtype=np.float64)
     d = U.shape[0]
-    side = int(round(np.sqrt(d)))
+    side = round(np.sqrt(d))
     if side * side != d:
         raise ValueError(f"directions must have D = side**2 rows, got {d}")
     B = dct_basis(side)
