@@ -46,8 +46,8 @@ def main() -> None:
         )
         ev = c.speedup(at_least=5.0)
         print(
-            f"{d} | {c.median_b:.2f} | {c.median_a:.2f} | {ev.effect:.2f} "
-            f"[{ev.ci_low:.2f}, {ev.ci_high:.2f}] (n = {ev.n}; >= 5x: {ev.verdict}) | {err:.1e}",
+            f"{d} | {c.median_b:.2f} | {c.median_a:.2f} | {c.median_b / c.median_a:.2f}x; "
+            f"{ev.summary()}; >= 5x: {ev.verdict} | {err:.1e}",
             flush=True,
         )
 

@@ -49,7 +49,7 @@ def test_ddpm_recovers_a_gaussian_covariance():
     )
     X = rng.standard_normal((4000, 4)) @ L.T
     m = sa.ScoreMLP(4, width=64)
-    sch = sa.DDPMSchedule(50)
+    sch = sa.DDPMSchedule(200)  # at T = 50 the samples are ~15% under-dispersed
     losses = sa.train_ddpm(m, X, 1500, sch, batch_size=256, lr=2e-3, seed=0)
     assert np.mean(losses[-100:]) < np.mean(losses[:20])
     S = np.cov(sa.sample_ddpm(m, 4000, sch, seed=1), rowvar=False)

@@ -114,14 +114,17 @@ def empirical_ntk(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int
     return K.cpu().numpy()
 
 
-def ntk_matvec(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int = 16):
+def ntk_matvec(
+    model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int = 16, col_chunk: int = 8
+):
     """A matrix-free product ``v -> K v`` with K as in :func:`empirical_ntk` (vjp then jvp).
 
     Args:
         model: As in :func:`empirical_ntk`.
         x: Inputs, shape ``(n, D)``.
         t: Times, shape ``(n,)``.
-        chunk: Inputs per vmapped call (memory ``chunk * P`` floats).
+        chunk: Inputs per vmapped call (memory ``chunk * col_chunk * P`` floats).
+        col_chunk: Columns of a matrix ``(D, m)`` multiplied in one vmapped call.
 
     Returns:
         A function mapping a float64 numpy vector ``(D,)`` (or matrix ``(D, m)``) to K v.
@@ -139,18 +142,18 @@ def ntk_matvec(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int = 
         (g,) = pull(v)
         return jvp(f, (params,), (g,))[1]
 
-    batched = vmap(one, in_dims=(0, 0, None))
+    batched = vmap(vmap(one, in_dims=(0, 0, None)), in_dims=(None, None, 1))  # (m, c, D)
 
     def matvec(v: np.ndarray) -> np.ndarray:
         vv = np.asarray(v, dtype=np.float64)
         cols = vv.reshape(d, -1)
         out = np.zeros_like(cols)
-        for j in range(cols.shape[1]):
-            vt = torch.as_tensor(cols[:, j], dtype=x.dtype, device=x.device)
-            acc = torch.zeros(d, dtype=torch.float64, device=x.device)
+        for j in range(0, cols.shape[1], col_chunk):
+            V = torch.as_tensor(cols[:, j : j + col_chunk], dtype=x.dtype, device=x.device)
+            acc = torch.zeros(V.shape[1], d, dtype=torch.float64, device=x.device)
             for s in range(0, n, chunk):
-                acc += batched(x[s : s + chunk], t[s : s + chunk], vt).double().sum(0)
-            out[:, j] = (acc / n).cpu().numpy()
+                acc += batched(x[s : s + chunk], t[s : s + chunk], V).double().sum(1)
+            out[:, j : j + col_chunk] = (acc / n).T.cpu().numpy()
         return out.reshape(vv.shape)
 
     return matvec
