@@ -41,6 +41,7 @@ def test_schedule_ends_near_pure_noise():
     assert float(sch.alphas_bar[-1]) < 1e-3
 
 
+@pytest.mark.slow  # about 10 s of CPU
 def test_ddpm_recovers_a_gaussian_covariance():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
