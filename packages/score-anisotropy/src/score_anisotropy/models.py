@@ -188,7 +188,9 @@ class DDPMSchedule:
     Args:
         n_steps: Number of diffusion steps T.
         kind: ``"linear"`` (default) or ``"cosine"`` (Nichol & Dhariwal 2021)
-            (Ho et al. 2020; betas from ``1e-4 * 1000 / T`` to ``0.02 * 1000 / T``).
+            (Ho et al. 2020; betas from ``1e-4 * 1000 / T`` to ``0.02 * 1000 / T``,
+            capped at 0.999: use ``n_steps >= 50``, below it the last betas near 1
+            make ancestral sampling unstable).
 
     Attributes:
         betas: Tensor of shape ``(T,)``, float64.
