@@ -332,7 +332,8 @@ def _claims(rows: list[dict], floors: dict, cfg: dict) -> list[Claim]:
         min_effect=W2_RATIO,
     )
     ev = outcome.evidence
-    measured = 0 if ev is None or ev.ci_low <= 1.0 <= ev.ci_high else int(np.sign(ev.effect - 1))
+    decided = ev is not None and bool(np.isfinite([ev.ci_low, ev.ci_high, ev.effect]).all())
+    measured = 0 if not decided or ev.ci_low <= 1.0 <= ev.ci_high else int(np.sign(ev.effect - 1))
     sign = Claim.check(
         "The sign agrees with the alignment at initialization.",
         "log[align(low)/align(high)] of the CNN minus the MLP's (at init, mean over seeds) "
