@@ -1,0 +1,231 @@
+"""Reference eps-prediction networks and the DDPM noise schedule.
+
+Every model maps ``(x, t)`` to a noise prediction of the shape of ``x``: ``x`` is a
+float tensor of shape ``(B, D)`` (images flattened row-major, ``D = side**2``), ``t`` a
+float tensor of shape ``(B,)`` with the diffusion time in ``[0, 1]`` (step / n_steps).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+from icml26_core.validation import check_choice, check_int
+from torch import nn
+
+__all__ = ["DDPMSchedule", "ScoreCNN", "ScoreMLP", "ScoreViT", "time_features"]
+
+
+def time_features(t: torch.Tensor, n: int = 16) -> torch.Tensor:
+    """Sinusoidal features of the diffusion time.
+
+    Args:
+        t: Times in ``[0, 1]``, shape ``(B,)``.
+        n: Number of features (even).
+
+    Returns:
+        Tensor of shape ``(B, n)``, dtype of ``t``.
+    """
+    half = n // 2
+    freqs = torch.exp(torch.linspace(0.0, math.log(1000.0), half, dtype=t.dtype, device=t.device))
+    arg = t[:, None] * freqs[None, :]
+    return torch.cat([torch.sin(arg), torch.cos(arg)], dim=1)
+
+
+def _side(dim: int) -> int:
+    side = math.isqrt(dim)
+    if side * side != dim:
+        raise ValueError(f"dim must be a square (an image side**2), got {dim}")
+    return side
+
+
+class ScoreMLP(nn.Module):
+    """MLP eps-predictor: ``[x, time features] -> width -> ... -> D`` with SiLU.
+
+    Args:
+        dim: Data dimension D.
+        width: Hidden width (256 in the issue's prototype).
+        depth: Number of hidden layers (2).
+    """
+
+    def __init__(self, dim: int, width: int = 256, depth: int = 2) -> None:
+        super().__init__()
+        self.dim = check_int("dim", dim, low=1)
+        width = check_int("width", width, low=1)
+        depth = check_int("depth", depth, low=1)
+        layers: list[nn.Module] = [nn.Linear(dim + 16, width), nn.SiLU()]
+        for _ in range(depth - 1):
+            layers += [nn.Linear(width, width), nn.SiLU()]
+        layers.append(nn.Linear(width, dim))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Predict the noise; ``x`` (B, D), ``t`` (B,) -> (B, D)."""
+        return self.net(torch.cat([x, time_features(t.to(x.dtype))], dim=1))
+
+
+class ScoreCNN(nn.Module):
+    """Fully convolutional eps-predictor on a ``side x side`` grid.
+
+    The time enters as a constant extra input channel. ``depth`` convolutions of
+    ``kernel x kernel`` with ``channels`` channels and SiLU, the last one to 1 channel.
+
+    Args:
+        dim: Data dimension D = side**2.
+        channels: Hidden channels (32).
+        kernel: Odd kernel size (3).
+        depth: Number of convolutions (3).
+        padding_mode: ``"zeros"`` or ``"circular"`` (translation-equivariant on the torus).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        channels: int = 32,
+        kernel: int = 3,
+        depth: int = 3,
+        padding_mode: str = "zeros",
+    ) -> None:
+        super().__init__()
+        self.dim = check_int("dim", dim, low=1)
+        self.side = _side(dim)
+        channels = check_int("channels", channels, low=1)
+        kernel = check_int("kernel", kernel, low=1)
+        if kernel % 2 == 0:
+            raise ValueError(f"kernel must be odd, got {kernel}")
+        depth = check_int("depth", depth, low=2)
+        check_choice("padding_mode", padding_mode, ("zeros", "circular"))
+        chans = [2] + [channels] * (depth - 1) + [1]
+        convs = [
+            nn.Conv2d(a, b, kernel, padding=kernel // 2, padding_mode=padding_mode)
+            for a, b in itertools.pairwise(chans)
+        ]
+        self.convs = nn.ModuleList(convs)
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Predict the noise; ``x`` (B, D), ``t`` (B,) -> (B, D)."""
+        b = x.shape[0]
+        img = x.reshape(b, 1, self.side, self.side)
+        tt = t.to(x.dtype).reshape(b, 1, 1, 1).expand(b, 1, self.side, self.side)
+        h = torch.cat([img, tt], dim=1)
+        for i, conv in enumerate(self.convs):
+            h = conv(h)
+            if i < len(self.convs) - 1:
+                h = torch.nn.functional.silu(h)
+        return h.reshape(b, self.dim)
+
+
+class _Block(nn.Module):
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width)
+        )
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        b, n, w = h.shape
+        q, k, v = self.qkv(self.ln1(h)).reshape(b, n, 3, self.heads, w // self.heads).unbind(2)
+        q, k, v = (z.transpose(1, 2) for z in (q, k, v))  # (b, heads, n, w/heads)
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(w // self.heads), dim=-1)
+        h = h + self.proj((att @ v).transpose(1, 2).reshape(b, n, w))
+        return h + self.mlp(self.ln2(h))
+
+
+class ScoreViT(nn.Module):
+    """Small vision-transformer eps-predictor: patches -> pre-LN blocks -> patches.
+
+    Args:
+        dim: Data dimension D = side**2; ``side`` divisible by ``patch``.
+        patch: Patch side (2).
+        width: Token width (64).
+        depth: Number of transformer blocks (2).
+        heads: Attention heads (4; divides ``width``).
+    """
+
+    def __init__(
+        self, dim: int, patch: int = 2, width: int = 64, depth: int = 2, heads: int = 4
+    ) -> None:
+        super().__init__()
+        self.dim = check_int("dim", dim, low=1)
+        self.side = _side(dim)
+        self.patch = check_int("patch", patch, low=1)
+        if self.side % patch:
+            raise ValueError(f"patch must divide the image side {self.side}, got {patch}")
+        width = check_int("width", width, low=1)
+        heads = check_int("heads", heads, low=1)
+        if width % heads:
+            raise ValueError(f"heads must divide width {width}, got {heads}")
+        depth = check_int("depth", depth, low=1)
+        self.grid = self.side // patch
+        n_tok = self.grid**2
+        self.embed = nn.Linear(patch * patch, width)
+        self.pos = nn.Parameter(0.02 * torch.randn(1, n_tok, width))
+        self.temb = nn.Linear(16, width)
+        self.blocks = nn.ModuleList(_Block(width, heads) for _ in range(depth))
+        self.ln = nn.LayerNorm(width)
+        self.out = nn.Linear(width, patch * patch)
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Predict the noise; ``x`` (B, D), ``t`` (B,) -> (B, D)."""
+        b, g, p = x.shape[0], self.grid, self.patch
+        tok = x.reshape(b, g, p, g, p).permute(0, 1, 3, 2, 4).reshape(b, g * g, p * p)
+        h = self.embed(tok) + self.pos + self.temb(time_features(t.to(x.dtype)))[:, None, :]
+        for blk in self.blocks:
+            h = blk(h)
+        out = self.out(self.ln(h)).reshape(b, g, g, p, p).permute(0, 1, 3, 2, 4)
+        return out.reshape(b, self.dim)
+
+
+class DDPMSchedule:
+    """Discrete DDPM noise schedule: ``x_s = sqrt(abar_s) x_0 + sqrt(1 - abar_s) eps``.
+
+    Args:
+        n_steps: Number of diffusion steps T.
+        kind: ``"linear"`` (default) or ``"cosine"`` (Nichol & Dhariwal 2021)
+            (Ho et al. 2020; betas from ``1e-4 * 1000 / T`` to ``0.02 * 1000 / T``,
+            capped at 0.999: use ``n_steps >= 50``, below it the last betas near 1
+            make ancestral sampling unstable).
+
+    Attributes:
+        betas: Tensor of shape ``(T,)``, float64.
+        alphas_bar: Cumulative products ``prod_{s' <= s} (1 - beta_s')``, shape ``(T,)``.
+    """
+
+    def __init__(self, n_steps: int = 100, kind: str = "linear") -> None:
+        self.n_steps = check_int("n_steps", n_steps, low=1)
+        self.kind = check_choice("kind", kind, ("cosine", "linear"))
+        T = self.n_steps
+        if kind == "linear":
+            scale = 1000.0 / T
+            betas = torch.linspace(1e-4 * scale, min(0.02 * scale, 0.999), T, dtype=torch.float64)
+        else:
+            s = torch.arange(T + 1, dtype=torch.float64) / T
+            f = torch.cos((s + 0.008) / 1.008 * math.pi / 2) ** 2
+            betas = (1 - f[1:] / f[:-1]).clamp(max=0.999)
+        self.betas = betas
+        self.alphas_bar = torch.cumprod(1 - betas, dim=0)
+
+    def time(self, step: torch.Tensor) -> torch.Tensor:
+        """The model's time input ``(step + 1) / T`` in ``(0, 1]``, float64."""
+        return (step.to(torch.float64) + 1) / self.n_steps
+
+    def add_noise(self, x0: torch.Tensor, step: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+        """``x_s`` for clean ``x0`` (B, D), integer ``step`` (B,) and noise ``eps`` (B, D)."""
+        ab = self.alphas_bar.to(x0.device)[step].to(x0.dtype)[:, None]
+        return ab.sqrt() * x0 + (1 - ab).sqrt() * eps
+
+    def __repr__(self) -> str:
+        return f"DDPMSchedule(n_steps={self.n_steps}, kind={self.kind!r})"
+
+
+def _check_model(model: nn.Module, name: str = "model") -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{name} must be a torch.nn.Module, got {type(model).__name__}")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError(f"{name} has no trainable parameters; its tangent kernel is zero")

@@ -1,0 +1,356 @@
+"""Score Anisotropy Directions: eigenvectors of a score model's output-space NTK.
+
+Our reading of the abstract (the paper's definition is not public): the SADs of an
+architecture are the eigenvectors of
+
+    K = E_{x0, s, eps}[ J_theta(x_s, s) J_theta(x_s, s)^T ]   (D x D),
+
+the output-space neural tangent kernel of the eps-prediction network at its current
+parameters (at initialization for a prediction before training), averaged over noisy
+inputs ``x_s = sqrt(abar_s) x0 + sqrt(1 - abar_s) eps``. ``J_theta`` is the Jacobian of
+the network's output with respect to its parameters, shape ``(D, P)``. Gradient descent
+on the denoising loss fits the output directions with large eigenvalues fastest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from icml26_core.validation import check_choice, check_int
+from torch import nn
+from torch.func import functional_call, jacrev, jvp, vjp, vmap
+
+from score_anisotropy.models import DDPMSchedule, _check_model
+
+__all__ = [
+    "SADResult",
+    "alignment",
+    "dct_basis",
+    "dct_frequency",
+    "empirical_ntk",
+    "ntk_matvec",
+    "sad",
+    "spectral_stats",
+]
+
+
+@dataclass(frozen=True)
+class SADResult:
+    """The Score Anisotropy Directions of one model.
+
+    Attributes:
+        eigenvalues: The top-k eigenvalues of K, descending, shape ``(k,)``, float64.
+        directions: Their unit eigenvectors as columns, shape ``(D, k)``, float64.
+        anisotropy: ``lambda_max / mean(lambda)`` over all D eigenvalues (1 = isotropic).
+        effective_rank: ``(sum lambda)^2 / sum lambda^2`` over all D eigenvalues, in
+            ``[1, D]``.
+        trace: ``tr K`` (exact for ``jacrev``, a Hutchinson estimate for ``lanczos``).
+        method: ``"jacrev"`` or ``"lanczos"``.
+    """
+
+    eigenvalues: np.ndarray
+    directions: np.ndarray
+    anisotropy: float
+    effective_rank: float
+    trace: float
+    method: str
+
+    @property
+    def dim(self) -> int:
+        """The data dimension D."""
+        return int(self.directions.shape[0])
+
+
+def _params(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
+    frozen = {k: v.detach() for k, v in model.named_parameters() if not v.requires_grad}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    return params, {**frozen, **buffers}
+
+
+def _check_inputs(x: torch.Tensor, t: torch.Tensor) -> None:
+    if not isinstance(x, torch.Tensor) or x.ndim != 2:
+        raise ValueError(f"x must be a tensor of shape (n, D), got {getattr(x, 'shape', x)!r}")
+    if not isinstance(t, torch.Tensor) or t.shape != (x.shape[0],):
+        raise ValueError(f"t must be a tensor of shape ({x.shape[0]},), got {tuple(t.shape)}")
+    if not torch.isfinite(x).all():
+        raise ValueError("x contains NaN or inf")
+
+
+def empirical_ntk(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int = 4) -> np.ndarray:
+    """The exact output-space NTK ``(1/n) sum_i J_i J_i^T`` at given inputs (``jacrev``).
+
+    Args:
+        model: Network ``(B, D), (B,) -> (B, D)``; its trainable parameters define J.
+        x: Noisy inputs, shape ``(n, D)``, in the model's dtype and device.
+        t: Their times, shape ``(n,)``.
+        chunk: Inputs per ``jacrev`` call (memory ``chunk * D * P`` floats).
+
+    Returns:
+        K, shape ``(D, D)``, float64, symmetric positive semi-definite.
+
+    Raises:
+        ValueError: On bad shapes, non-finite inputs or a model without parameters.
+    """
+    _check_model(model)
+    _check_inputs(x, t)
+    chunk = check_int("chunk", chunk, low=1)
+    params, rest = _params(model)
+    n, d = x.shape
+    K = torch.zeros(d, d, dtype=torch.float64, device=x.device)
+
+    def f(p: dict[str, torch.Tensor], xi: torch.Tensor, ti: torch.Tensor) -> torch.Tensor:
+        return functional_call(model, (p, rest), (xi[None], ti[None]))[0]
+
+    per_sample = vmap(jacrev(f), in_dims=(None, 0, 0))  # one Jacobian (D, P) per input
+    for s in range(0, n, chunk):
+        xb, tb = x[s : s + chunk], t[s : s + chunk]
+        jac = per_sample(params, xb, tb)  # each (c, D, *shape)
+        J = torch.cat([j.reshape(xb.shape[0], d, -1) for j in jac.values()], dim=2)
+        K += torch.einsum("cdp,cep->de", J, J).double()  # in the model's dtype
+    K = (K + K.T) / (2 * n)
+    return K.cpu().numpy()
+
+
+def ntk_matvec(
+    model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int = 16, col_chunk: int = 8
+):
+    """A matrix-free product ``v -> K v`` with K as in :func:`empirical_ntk` (vjp then jvp).
+
+    Args:
+        model: As in :func:`empirical_ntk`.
+        x: Inputs, shape ``(n, D)``.
+        t: Times, shape ``(n,)``.
+        chunk: Inputs per vmapped call (memory ``chunk * col_chunk * P`` floats).
+        col_chunk: Columns of a matrix ``(D, m)`` multiplied in one vmapped call.
+
+    Returns:
+        A function mapping a float64 numpy vector ``(D,)`` (or matrix ``(D, m)``) to K v.
+    """
+    _check_model(model)
+    _check_inputs(x, t)
+    params, rest = _params(model)
+    n, d = x.shape
+
+    def one(xi: torch.Tensor, ti: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        def f(p: dict[str, torch.Tensor]) -> torch.Tensor:
+            return functional_call(model, (p, rest), (xi[None], ti[None]))[0]
+
+        _, pull = vjp(f, params)
+        (g,) = pull(v)
+        return jvp(f, (params,), (g,))[1]
+
+    batched = vmap(vmap(one, in_dims=(0, 0, None)), in_dims=(None, None, 1))  # (m, c, D)
+
+    def matvec(v: np.ndarray) -> np.ndarray:
+        vv = np.asarray(v, dtype=np.float64)
+        cols = vv.reshape(d, -1)
+        out = np.zeros_like(cols)
+        for j in range(0, cols.shape[1], col_chunk):
+            V = torch.as_tensor(cols[:, j : j + col_chunk], dtype=x.dtype, device=x.device)
+            acc = torch.zeros(V.shape[1], d, dtype=torch.float64, device=x.device)
+            for s in range(0, n, chunk):
+                acc += batched(x[s : s + chunk], t[s : s + chunk], V).double().sum(1)
+            out[:, j : j + col_chunk] = (acc / n).T.cpu().numpy()
+        return out.reshape(vv.shape)
+
+    return matvec
+
+
+def spectral_stats(eigenvalues: np.ndarray) -> tuple[float, float]:
+    """``(lambda_max / mean lambda, (sum lambda)^2 / sum lambda^2)`` of a full spectrum."""
+    lam = np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None)
+    return float(lam.max() / lam.mean()), float(lam.sum() ** 2 / (lam**2).sum())
+
+
+def _noisy_inputs(
+    X: np.ndarray | torch.Tensor,
+    schedule: DDPMSchedule,
+    n_inputs: int,
+    seed: int,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.as_tensor(np.asarray(X, dtype=np.float64) if not torch.is_tensor(X) else X)
+    n = X.shape[0]
+    rows = (
+        torch.randperm(n, generator=g)[:n_inputs]
+        if n >= n_inputs
+        else torch.randint(n, (n_inputs,), generator=g)
+    )
+    x0 = X[rows].to(torch.float64)
+    step = torch.randint(schedule.n_steps, (n_inputs,), generator=g)
+    eps = torch.randn(x0.shape, generator=g, dtype=torch.float64)
+    xs = schedule.add_noise(x0, step, eps)
+    return xs.to(dtype=dtype, device=device), schedule.time(step).to(dtype=dtype, device=device)
+
+
+def _check_data(X: object, dim: int | None, name: str = "X") -> np.ndarray:
+    A = X.detach().cpu().numpy() if torch.is_tensor(X) else np.asarray(X)
+    if A.ndim != 2 or A.shape[0] == 0:
+        raise ValueError(f"{name} must have shape (n, D) with n >= 1, got {A.shape}")
+    if not np.issubdtype(A.dtype, np.number):
+        raise TypeError(f"{name} must be numeric, got dtype {A.dtype}")
+    if not np.isfinite(A).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    if dim is not None and A.shape[1] != dim:
+        raise ValueError(f"{name} has D = {A.shape[1]} columns but the model's D is {dim}")
+    return A.astype(np.float64, copy=False)
+
+
+def _model_dim(model: nn.Module, X: np.ndarray) -> int:
+    dim = getattr(model, "dim", None)
+    if dim is None:
+        p = next(model.parameters())
+        with torch.no_grad():
+            x = torch.zeros(1, X.shape[1], dtype=p.dtype, device=p.device)
+            out = model(x, torch.ones(1, dtype=p.dtype, device=p.device))
+        dim = out.shape[-1]
+        if dim != X.shape[1]:
+            raise ValueError(f"X has D = {X.shape[1]} columns but the model outputs {dim}")
+    return int(dim)
+
+
+def sad(
+    model: nn.Module,
+    X: np.ndarray | torch.Tensor,
+    schedule: DDPMSchedule | None = None,
+    n_inputs: int = 64,
+    k: int | None = None,
+    method: str = "jacrev",
+    *,
+    seed: int = 0,
+    trace_probes: int = 32,
+    chunk: int | None = None,
+) -> SADResult:
+    """Score Anisotropy Directions of ``model`` on data ``X``.
+
+    Draws ``n_inputs`` rows of ``X``, a uniform diffusion step and Gaussian noise for
+    each, and diagonalizes the output-space NTK averaged over those noisy inputs.
+
+    Args:
+        model: eps-prediction network ``(B, D), (B,) -> (B, D)`` (see :mod:`.models`).
+        X: Clean data, shape ``(n, D)``.
+        schedule: Noise schedule; ``DDPMSchedule()`` if None.
+        n_inputs: Noisy inputs in the average.
+        k: Number of directions returned; all D if None (``jacrev``), 16 (``lanczos``).
+        method: ``"jacrev"`` (exact; memory ``D * P`` floats per input) or ``"lanczos"``
+            (matrix-free, ``scipy.sparse.linalg.eigsh`` on vjp/jvp products; its
+            anisotropy and effective rank use Hutchinson estimates of ``tr K`` and
+            ``tr K^2`` from ``trace_probes`` Rademacher probes).
+        seed: Seed of the drawn inputs, steps, noise and probes.
+        trace_probes: Probes for the Hutchinson estimates (``lanczos`` only).
+        chunk: Inputs per vectorized call; 4 (``jacrev``) or 16 (``lanczos``) if None.
+
+    Returns:
+        The :class:`SADResult`.
+
+    Raises:
+        TypeError: If ``model`` is not a module or ``X`` is not numeric.
+        ValueError: If ``X`` is not ``(n, D)`` with the model's D, is non-finite, if
+            ``k`` is not in ``[1, D]`` (``< D`` for ``lanczos``), or the model has no
+            trainable parameters.
+    """
+    _check_model(model)
+    method = check_choice("method", method, ("jacrev", "lanczos"))
+    A = _check_data(X, None)
+    d = _model_dim(model, A)
+    A = _check_data(A, d)
+    n_inputs = check_int("n_inputs", n_inputs, low=1)
+    schedule = DDPMSchedule() if schedule is None else schedule
+    if not isinstance(schedule, DDPMSchedule):
+        raise TypeError(f"schedule must be a DDPMSchedule, got {type(schedule).__name__}")
+    if k is None:
+        k = d if method == "jacrev" else min(16, d - 1)
+    k = check_int("k", k, low=1, high=d if method == "jacrev" else d - 1)
+    p = next(q for q in model.parameters() if q.requires_grad)
+    x, t = _noisy_inputs(A, schedule, n_inputs, seed, p.dtype, p.device)
+    if method == "jacrev":
+        K = empirical_ntk(model, x, t, chunk=chunk or 4)
+        lam, U = np.linalg.eigh(K)
+        lam, U = lam[::-1], U[:, ::-1]
+        aniso, erank = spectral_stats(lam)
+        return SADResult(lam[:k].copy(), U[:, :k].copy(), aniso, erank, float(np.trace(K)), method)
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    mv = ntk_matvec(model, x, t, chunk=chunk or 16)
+    op = LinearOperator((d, d), matvec=mv, dtype=np.float64)
+    v0 = np.random.default_rng(seed).standard_normal(d)
+    lam, U = eigsh(op, k=k, which="LA", v0=v0, tol=1e-6)
+    order = np.argsort(lam)[::-1]
+    lam, U = np.clip(lam[order], 0.0, None), U[:, order]
+    probes = np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=(d, trace_probes))
+    KZ = mv(probes)
+    trace = float(np.mean(np.sum(probes * KZ, axis=0)))
+    trace_sq = float(np.mean(np.sum(KZ * KZ, axis=0)))
+    mean = trace / d
+    return SADResult(lam, U, float(lam[0] / mean), float(trace**2 / trace_sq), trace, method)
+
+
+def alignment(
+    result: SADResult, X: np.ndarray | torch.Tensor, k: int | None = None
+) -> dict[str, float]:
+    """How much of the data's variance lies in the top SADs, relative to chance.
+
+    ``top_k = [tr(U_k^T Sigma U_k) / tr Sigma] / (k / D)`` (1 for a random k-dimensional
+    subspace, D / k at most) and the spectrum-weighted
+    ``weighted = [sum_i lambda_i u_i^T Sigma u_i / sum_i lambda_i] / (tr Sigma / D)``
+    over the returned directions (1 when K is isotropic or the data is).
+
+    Args:
+        result: A :class:`SADResult`.
+        X: Data, shape ``(n, D)`` with n >= 2.
+        k: Top directions in ``top_k``; ``min(8, returned)`` if None.
+
+    Returns:
+        ``{"top_k": ..., "weighted": ..., "k": k}``.
+    """
+    if not isinstance(result, SADResult):
+        raise TypeError(f"result must be a SADResult, got {type(result).__name__}")
+    A = _check_data(X, result.dim)
+    if A.shape[0] < 2:
+        raise ValueError(f"X needs at least 2 rows for a covariance, got {A.shape[0]}")
+    m = result.directions.shape[1]
+    k = check_int("k", min(8, m) if k is None else k, low=1, high=m)
+    S = np.cov(A, rowvar=False)
+    tr = float(np.trace(S))
+    if tr <= 0:
+        raise ValueError("X has zero variance")
+    U = result.directions
+    per = np.einsum("di,de,ei->i", U, S, U)
+    d = result.dim
+    top = float(per[:k].sum() / tr / (k / d))
+    lam = np.clip(result.eigenvalues, 0.0, None)
+    weighted = float((lam * per).sum() / lam.sum() / (tr / d))
+    return {"top_k": top, "weighted": weighted, "k": k}
+
+
+def dct_basis(side: int) -> np.ndarray:
+    """Orthonormal 2-D DCT-II basis of a ``side x side`` grid.
+
+    Returns:
+        ``(D, D)`` array whose column ``a * side + b`` is the mode of frequency
+        ``(a, b)`` flattened row-major; its frequency is ``a + b``.
+    """
+    side = check_int("side", side, low=1)
+    n = np.arange(side)
+    C = np.cos(np.pi * (n[None, :] + 0.5) * n[:, None] / side)
+    C[0] /= np.sqrt(2)
+    C *= np.sqrt(2 / side)  # rows: frequencies; C @ C.T = I
+    return np.kron(C, C).T
+
+
+def dct_frequency(directions: np.ndarray) -> np.ndarray:
+    """Mean DCT frequency ``sum_{a,b} (a + b) c_ab^2`` of each unit column (D = side^2)."""
+    U = np.asarray(directions, dtype=np.float64)
+    d = U.shape[0]
+    side = round(np.sqrt(d))
+    if side * side != d:
+        raise ValueError(f"directions must have D = side**2 rows, got {d}")
+    B = dct_basis(side)
+    a, b = np.divmod(np.arange(d), side)
+    c2 = (B.T @ U) ** 2
+    return (a + b) @ c2 / c2.sum(axis=0)
