@@ -128,6 +128,9 @@ class PairNorm(nn.Module):
 
     Centres the features over nodes, then rescales so that the mean squared row norm
     is ``scale**2``.
+
+    Raises:
+        ValueError: If ``scale`` is not > 0.
     """
 
     def __init__(self, scale: float = 1.0) -> None:
@@ -146,6 +149,16 @@ class GCNLayer(nn.Module):
     Its head (a linear layer) reads the ReLU output. Call as ``layer(h, adj)`` with
     ``adj`` from :func:`normalized_adjacency`; ``h`` may be a sparse COO tensor (e.g.
     bag-of-words node features).
+
+    Args:
+        in_dim: Input features per node.
+        out_dim: Output features per node.
+        dropout: Dropout on the input, in ``[0, 1)``.
+        pairnorm: Apply :class:`PairNorm` after the propagation.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1 or ``dropout`` is out
+            of range.
     """
 
     def __init__(

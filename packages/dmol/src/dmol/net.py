@@ -208,10 +208,21 @@ class DMoLNet(nn.Module):
 
         With ``zero_init`` (default) the head's last layer is zeroed
         (:func:`zero_head_`), so the new final belief equals the old one exactly and
-        the objective does not change at the moment of growth.
+        the objective does not change at the moment of growth. ``head`` is modified in
+        place. A :class:`~dmol.DMoLTrainer` makes the new block's optimizer on its next
+        step; a :class:`~dmol.BPTrainer` must be made anew.
+
+        Args:
+            block: The new block ``B_{L+1}``, called as ``block(h_L, *context)``.
+            head: Its head; its output must have the belief's shape.
+            zero_init: Zero the head's last layer first.
 
         Returns:
             ``self``.
+
+        Raises:
+            TypeError: If ``block`` or ``head`` is not an ``nn.Module``.
+            ValueError: With ``zero_init``, if ``head`` has no layer with a weight.
         """
         for name, m in (("block", block), ("head", head)):
             if not isinstance(m, nn.Module):

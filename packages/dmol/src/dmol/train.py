@@ -115,6 +115,13 @@ class DMoLTrainer:
         Returns:
             The local losses ``[L_1, ..., L_L]`` (before each block's update), shape
             ``(depth,)``, detached.
+
+        Raises:
+            ValueError: If ``loss_fn`` returns a non-scalar or non-finite loss.
+            TypeError: If ``optimizer_factory`` does not return a
+                ``torch.optim.Optimizer``.
+            Exception: What a block, head or ``loss_fn`` raises on a wrong ``x``, ``y``
+                or context, with a note naming it (shape, dtype).
         """
         self.net.train()
         del self._optimizers[self.net.depth :]
@@ -149,7 +156,16 @@ class DMoLTrainer:
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor, *context: Any, depth: int | None = None) -> torch.Tensor:
-        """The belief ``z_L`` (or ``z_depth``) in eval mode."""
+        """The belief ``z_L`` (or ``z_depth``) in eval mode, without gradients.
+
+        Args:
+            x: Input of the first block.
+            *context: Extra arguments for every block.
+            depth: Early exit at this depth (``1..net.depth``); default the last.
+
+        Returns:
+            The belief, e.g. logits ``(batch, classes)``.
+        """
         was = self.net.training
         self.net.eval()
         try:
@@ -234,7 +250,15 @@ class BPTrainer:
         return outs
 
     def step(self, x: torch.Tensor, y: torch.Tensor, *context: Any) -> torch.Tensor:
-        """One end-to-end update; returns the loss of each supervised head, detached."""
+        """One end-to-end update; returns the loss of each supervised head, detached.
+
+        Returns:
+            Shape ``(1,)`` for ``mode="final"``, ``(depth,)`` for deep supervision.
+
+        Raises:
+            ValueError: If the net was grown or truncated after construction, or
+                ``loss_fn`` returns a non-scalar or non-finite loss.
+        """
         self.net.train()
         self._check_net()
         losses = [_scalar(_loss(self.loss_fn, out, y)) for out in self._forward(x, *context)]
