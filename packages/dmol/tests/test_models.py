@@ -56,3 +56,35 @@ def test_deep_dmol_gcn_learns_a_separable_graph():
         losses = trainer.step(x, y, adj)
     assert (trainer.predict(x, adj).argmax(1) == y).all()
     assert losses[-1] < 0.1
+
+
+def test_bad_sizes_and_edges_name_the_argument():
+    from dmol import ResidualMLPBlock, mlp_net
+
+    for kwargs, name in (
+        ({"in_dim": 0}, "in_dim"),
+        ({"dim": -1}, "dim"),
+        ({"out_dim": -3}, "out_dim"),
+        ({"depth": 0}, "depth"),
+    ):
+        args = {"in_dim": 5, "dim": 8, "out_dim": 3, "depth": 2, **kwargs}
+        with pytest.raises(ValueError, match=name):
+            mlp_net(**args)
+        with pytest.raises(ValueError, match=name):
+            gcn_net(**args)
+    with pytest.raises(TypeError, match="in_dim"):
+        mlp_net("5", 8, 3, 2)
+    with pytest.raises(ValueError, match="expansion"):
+        ResidualMLPBlock(8, expansion=0)
+    e, n = _graph()
+    with pytest.raises(ValueError, match=r"edge_index.*0\.\.2"):
+        normalized_adjacency(e, 3)  # node 3 does not exist
+    with pytest.raises(ValueError, match="edge_index"):
+        normalized_adjacency(-e, n)
+    with pytest.raises(TypeError, match=r"edge_index.*integer"):
+        normalized_adjacency(e.float(), n)
+    with pytest.raises(TypeError, match=r"edge_index.*Tensor"):
+        normalized_adjacency(e.numpy(), n)
+    e0 = e.clone()
+    normalized_adjacency(e.int(), n)  # int32 edges work
+    assert torch.equal(e, e0)

@@ -1,5 +1,6 @@
 import copy
 import itertools
+import re
 
 import dmol
 import pytest
@@ -238,3 +239,59 @@ def test_bad_input():
         DMoLTrainer(net, F.cross_entropy, lambda p: None).step(x, y)
     with pytest.raises(ValueError, match="head"):
         zero_head_(nn.ReLU())
+
+
+def test_bad_input_names_the_argument():
+    net = _net(3)
+    x, y = _data()
+    with pytest.raises(TypeError, match="blocks"):
+        DMoLNet(None, None)
+    with pytest.raises(TypeError, match="head"):
+        zero_head_(None)
+    trainer = DMoLTrainer(net, F.cross_entropy, _sgd)
+    # wrong width, wrong dtype, not a tensor: torch's error, with a note naming x
+    for bad, note in (
+        (torch.randn(32, 7), r"blocks\[0\] on x of shape \(32, 7\)"),
+        (x.double(), r"x of shape \(32, 6\), dtype torch.float64.*parameters are torch.float32"),
+        (x.numpy(), "x of type ndarray"),
+    ):
+        with pytest.raises((RuntimeError, TypeError)) as info:
+            trainer.step(bad, y)
+        assert any(re.search(note, n) for n in info.value.__notes__)
+    with pytest.raises(ValueError) as info:
+        trainer.step(x, y[:5])
+    assert any(r"y of shape (5,)" in n for n in info.value.__notes__)
+    with pytest.raises(RuntimeError) as info:
+        BPTrainer(_net(3), F.cross_entropy, _sgd).step(torch.randn(32, 7), y)
+    assert any("x of shape (32, 7)" in n for n in info.value.__notes__)
+
+
+def test_inputs_are_not_mutated():
+    x, y = _data()
+    x0, y0 = x.clone(), y.clone()
+    for trainer in (
+        DMoLTrainer(_net(3), F.cross_entropy, _sgd),
+        BPTrainer(_net(3), F.cross_entropy, _sgd),
+    ):
+        trainer.step(x, y)
+        trainer.predict(x)
+    assert torch.equal(x, x0) and torch.equal(y, y0)
+
+
+def test_bp_trainer_refuses_a_grown_or_cut_net():
+    # its optimizer is made once: after grow, the new zeroed last head was never trained
+    # and BP served zeros forever without a word (the bug)
+    x, y = _data()
+    net = _net(2)
+    trainer = BPTrainer(net, F.cross_entropy, _sgd)
+    trainer.step(x, y)
+    net.grow(dmol.ResidualMLPBlock(8), nn.Linear(8, 4))
+    with pytest.raises(ValueError, match=r"net: changed.*depth 2 -> 3.*new BPTrainer"):
+        trainer.step(x, y)
+    with pytest.raises(ValueError, match="new BPTrainer"):
+        trainer.predict(x)
+    net.truncate(1)
+    with pytest.raises(ValueError, match="new BPTrainer"):
+        trainer.step(x, y)
+    fresh = BPTrainer(net, F.cross_entropy, _sgd)
+    assert fresh.step(x, y).shape == (1,)

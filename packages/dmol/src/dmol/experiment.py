@@ -133,7 +133,11 @@ def _image_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
     epochs = ctx.pick(smoke=1, default=8, full=30)
     seeds = ctx.pick(smoke=2, default=5, full=10)
     depth, dim, batch = 8, 64, 256
-    grow_at = {epochs // 3: 2, (2 * epochs) // 3: 2}  # dynamic depth: 4 -> 6 -> 8
+    # dynamic depth 4 -> 6 -> 8; at 1 epoch (smoke) both growths fall on epoch 0,
+    # so add them up: the net must still end at depth 8
+    grow_at: dict[int, int] = {}
+    for at in (epochs // 3, (2 * epochs) // 3):
+        grow_at[at] = grow_at.get(at, 0) + 2
     methods = ("BP", "BP + deep supervision", "DGL (greedy local)", "DMoL", "DMoL grown 4 -> 8")
     acc: dict[str, list[float]] = {m: [] for m in methods}
     cpu: dict[str, list[float]] = {m: [] for m in methods}

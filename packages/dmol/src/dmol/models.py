@@ -27,11 +27,20 @@ __all__ = [
 
 
 class ResidualMLPBlock(nn.Module):
-    """``h + W_2 relu(W_1 LayerNorm(h))``: a pre-norm residual MLP block, width ``dim``."""
+    """``h + W_2 relu(W_1 LayerNorm(h))``: a pre-norm residual MLP block, width ``dim``.
+
+    Args:
+        dim: Width ``d`` of the input and output, ``(..., d)``.
+        expansion: Hidden width ``expansion * d``.
+
+    Raises:
+        TypeError, ValueError: If ``dim`` or ``expansion`` is not an integer >= 1.
+    """
 
     def __init__(self, dim: int, expansion: int = 2) -> None:
         super().__init__()
         dim = check_int("dim", dim, low=1)
+        expansion = check_int("expansion", expansion, low=1)
         self.norm = nn.LayerNorm(dim)
         self.fc1 = nn.Linear(dim, expansion * dim)
         self.fc2 = nn.Linear(expansion * dim, dim)
@@ -50,6 +59,8 @@ class TimeMLPBlock(nn.Module):
 
     def __init__(self, dim: int, time_dim: int, in_dim: int | None = None) -> None:
         super().__init__()
+        dim, time_dim = check_int("dim", dim, low=1), check_int("time_dim", time_dim, low=1)
+        in_dim = None if in_dim is None else check_int("in_dim", in_dim, low=1)
         self.inp = None if in_dim is None else nn.Linear(in_dim, dim)
         self.time = nn.Linear(time_dim, dim)
         self.body = ResidualMLPBlock(dim)
@@ -71,10 +82,33 @@ def normalized_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tens
 
     Returns:
         A coalesced sparse float32 tensor of shape ``(n, n)`` (Kipf & Welling 2017).
+
+    Raises:
+        TypeError: If ``edge_index`` is not an integer torch tensor, or ``num_nodes``
+            not an integer.
+        ValueError: If ``edge_index`` is not ``(2, E)``, has a node outside
+            ``0..n-1``, or ``num_nodes < 1``.
     """
     n = check_int("num_nodes", num_nodes, low=1)
+    if not isinstance(edge_index, torch.Tensor):
+        raise TypeError(
+            f"edge_index: expected a torch.Tensor of shape (2, E), got "
+            f"{type(edge_index).__name__} (use torch.as_tensor(edge_index))"
+        )
+    if (
+        edge_index.dtype.is_floating_point
+        or edge_index.dtype.is_complex
+        or edge_index.dtype == torch.bool
+    ):
+        raise TypeError(f"edge_index: expected an integer tensor, got {edge_index.dtype}")
     if edge_index.ndim != 2 or edge_index.shape[0] != 2:
         raise ValueError(f"edge_index: expected shape (2, E), got {tuple(edge_index.shape)}")
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
+        raise ValueError(
+            f"edge_index: node indices must lie in 0..{n - 1} (num_nodes={n}), got "
+            f"{int(edge_index.min())}..{int(edge_index.max())}"
+        )
+    edge_index = edge_index.long()
     loops = torch.arange(n, dtype=edge_index.dtype, device=edge_index.device)
     idx = torch.cat([edge_index, torch.stack([loops, loops])], dim=1)
     a = torch.sparse_coo_tensor(
@@ -94,6 +128,9 @@ class PairNorm(nn.Module):
 
     Centres the features over nodes, then rescales so that the mean squared row norm
     is ``scale**2``.
+
+    Raises:
+        ValueError: If ``scale`` is not > 0.
     """
 
     def __init__(self, scale: float = 1.0) -> None:
@@ -112,6 +149,16 @@ class GCNLayer(nn.Module):
     Its head (a linear layer) reads the ReLU output. Call as ``layer(h, adj)`` with
     ``adj`` from :func:`normalized_adjacency`; ``h`` may be a sparse COO tensor (e.g.
     bag-of-words node features).
+
+    Args:
+        in_dim: Input features per node.
+        out_dim: Output features per node.
+        dropout: Dropout on the input, in ``[0, 1)``.
+        pairnorm: Apply :class:`PairNorm` after the propagation.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1 or ``dropout`` is out
+            of range.
     """
 
     def __init__(
@@ -152,8 +199,22 @@ def mlp_net(
     """A residual MLP as a DMoLNet of ``depth`` blocks.
 
     Block 1 is ``relu(Linear(in_dim, dim))``, blocks 2..L are :class:`ResidualMLPBlock`;
-    every head is a zeroed ``Linear(dim, out_dim)``.
+    every head is a zeroed ``Linear(dim, out_dim)``. The net maps float32 ``(B, in_dim)``
+    to beliefs ``(B, out_dim)`` (``net.double()`` for float64 inputs).
+
+    Args:
+        in_dim: Input features.
+        dim: Width of every block.
+        out_dim: Size of the belief (e.g. the number of classes).
+        depth: Number of blocks ``L``.
+        belief: ``"additive"`` (DMoL) or ``"independent"`` (DGL), see :class:`DMoLNet`.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1, or ``belief`` is
+            unknown.
     """
+    in_dim, dim = check_int("in_dim", in_dim, low=1), check_int("dim", dim, low=1)
+    out_dim = check_int("out_dim", out_dim, low=1)
     depth = check_int("depth", depth, low=1)
     blocks: list[nn.Module] = [nn.Sequential(nn.Linear(in_dim, dim), nn.ReLU())]
     blocks += [ResidualMLPBlock(dim) for _ in range(depth - 1)]
@@ -173,8 +234,26 @@ def gcn_net(
     """A plain deep GCN as a DMoLNet of ``depth`` :class:`GCNLayer` blocks of width ``dim``.
 
     The first block reads ``in_dim`` features; each block has a zeroed
-    ``Linear(dim, out_dim)`` head. Blocks are called as ``block(h, adj)``.
+    ``Linear(dim, out_dim)`` head. Blocks are called as ``block(h, adj)``: the net maps
+    node features ``(n, in_dim)`` (dense or sparse, float32) and ``adj`` ``(n, n)`` from
+    :func:`normalized_adjacency` to beliefs ``(n, out_dim)``.
+
+    Args:
+        in_dim: Input features per node.
+        dim: Width of every layer.
+        out_dim: Size of the belief (the number of classes).
+        depth: Number of layers ``L``.
+        dropout: Dropout on each layer's input, in ``[0, 1)``.
+        pairnorm: Apply :class:`PairNorm` after each propagation (the BP + PairNorm
+            baseline).
+        belief: ``"additive"`` (DMoL) or ``"independent"`` (DGL), see :class:`DMoLNet`.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1, ``dropout`` is out of
+            range, or ``belief`` is unknown.
     """
+    in_dim, dim = check_int("in_dim", in_dim, low=1), check_int("dim", dim, low=1)
+    out_dim = check_int("out_dim", out_dim, low=1)
     depth = check_int("depth", depth, low=1)
     check_choice("belief", belief, ("additive", "independent"))
     blocks = [
@@ -185,7 +264,14 @@ def gcn_net(
 
 
 def time_embedding(t: torch.Tensor, dim: int, max_period: float = 1000.0) -> torch.Tensor:
-    """Sinusoidal embedding of integer steps ``t`` (shape ``(B,)``) -> ``(B, dim)``."""
+    """Sinusoidal embedding of integer steps ``t`` (shape ``(B,)``) -> ``(B, dim)``.
+
+    Raises:
+        ValueError: If ``dim`` is not an even integer >= 2.
+    """
+    dim = check_int("dim", dim, low=2)
+    if dim % 2:
+        raise ValueError(f"dim: must be even (cos and sin halves), got {dim}")
     half = dim // 2
     freqs = torch.exp(-math.log(max_period) * torch.arange(half, dtype=torch.float32) / half)
     args = t.float()[:, None] * freqs[None]

@@ -40,8 +40,11 @@ def zero_head_(head: nn.Module) -> nn.Module:
         ``head`` itself.
 
     Raises:
+        TypeError: If ``head`` is not an ``nn.Module``.
         ValueError: If ``head`` has no submodule with a ``weight`` parameter.
     """
+    if not isinstance(head, nn.Module):
+        raise TypeError(f"head: expected an nn.Module, got {type(head).__name__}")
     last = None
     for module in head.modules():
         if isinstance(getattr(module, "weight", None), nn.Parameter):
@@ -57,6 +60,24 @@ def zero_head_(head: nn.Module) -> nn.Module:
         if isinstance(bias, torch.Tensor):
             bias.zero_()
     return head
+
+
+def describe(name: str, value: Any, module: nn.Module | None = None) -> str:
+    """``name``'s type, shape and dtype in words, for error notes (internal).
+
+    With ``module``, also a hint when a floating tensor's dtype differs from the
+    module's parameters' (the usual cause of torch's "must have the same dtype").
+    """
+    if not isinstance(value, torch.Tensor):
+        return f"{name} of type {type(value).__name__} (blocks and losses expect torch tensors)"
+    text = f"{name} of shape {tuple(value.shape)}, dtype {value.dtype}, device {value.device}"
+    params = [] if module is None else [p for p in module.parameters() if p.is_floating_point()]
+    if params and value.is_floating_point() and params[0].dtype != value.dtype:
+        text += (
+            f"; its parameters are {params[0].dtype}: convert {name} (e.g. "
+            f"{name}.to({params[0].dtype})) or the net (net.to({value.dtype}))"
+        )
+    return text
 
 
 class DMoLNet(nn.Module):
@@ -78,7 +99,8 @@ class DMoLNet(nn.Module):
 
     Raises:
         ValueError: If ``blocks`` is empty, the counts differ, or ``belief`` is unknown.
-        TypeError: If a block or head is not an ``nn.Module``.
+        TypeError: If ``blocks`` or ``heads`` is not an iterable, or a block or head is
+            not an ``nn.Module``.
 
     Example:
         >>> import torch
@@ -96,6 +118,9 @@ class DMoLNet(nn.Module):
         belief: str = "additive",
     ) -> None:
         super().__init__()
+        for name, arg in (("blocks", blocks), ("heads", heads)):
+            if not isinstance(arg, Iterable):
+                raise TypeError(f"{name}: expected a list of nn.Modules, got {type(arg).__name__}")
         blocks, heads = list(blocks), list(heads)
         if not blocks:
             raise ValueError("blocks: expected at least one block, got an empty list")
@@ -126,10 +151,23 @@ class DMoLNet(nn.Module):
 
         Raises:
             ValueError: If the head's output shape differs from the belief's.
+            Exception: Whatever the block or head raises (e.g. torch's shape or dtype
+                error on a wrong input), with a note naming the block and the input's
+                shape and dtype.
         """
         block, head = self.blocks[index], self.heads[index]
-        h = block(h if index == 0 else h.detach(), *context)
-        r = head(h)
+        try:
+            h = block(h if index == 0 else h.detach(), *context)
+        except Exception as exc:
+            what = describe("x" if index == 0 else f"h_{index}", h, block)
+            ctx = "".join(f", {describe(f'context[{i}]', c)}" for i, c in enumerate(context))
+            exc.add_note(f"dmol: raised by blocks[{index}] on {what}{ctx}")
+            raise
+        try:
+            r = head(h)
+        except Exception as exc:
+            exc.add_note(f"dmol: raised by heads[{index}] on {describe(f'h_{index + 1}', h, head)}")
+            raise
         if z is None or self.belief == "independent":
             return h, r
         if r.shape != z.shape:
@@ -170,10 +208,21 @@ class DMoLNet(nn.Module):
 
         With ``zero_init`` (default) the head's last layer is zeroed
         (:func:`zero_head_`), so the new final belief equals the old one exactly and
-        the objective does not change at the moment of growth.
+        the objective does not change at the moment of growth. ``head`` is modified in
+        place. A :class:`~dmol.DMoLTrainer` makes the new block's optimizer on its next
+        step; a :class:`~dmol.BPTrainer` must be made anew.
+
+        Args:
+            block: The new block ``B_{L+1}``, called as ``block(h_L, *context)``.
+            head: Its head; its output must have the belief's shape.
+            zero_init: Zero the head's last layer first.
 
         Returns:
             ``self``.
+
+        Raises:
+            TypeError: If ``block`` or ``head`` is not an ``nn.Module``.
+            ValueError: With ``zero_init``, if ``head`` has no layer with a weight.
         """
         for name, m in (("block", block), ("head", head)):
             if not isinstance(m, nn.Module):

@@ -14,7 +14,7 @@ import torch
 from icml26_core.validation import check_choice
 from torch import nn
 
-from dmol.net import DMoLNet
+from dmol.net import DMoLNet, describe
 
 __all__ = ["BPTrainer", "DMoLTrainer", "LossFn", "OptimizerFactory"]
 
@@ -32,6 +32,18 @@ def _check_common(net: Any, loss_fn: Any, optimizer_factory: Any) -> None:
             "optimizer_factory: expected a callable params -> torch.optim.Optimizer, got "
             f"{type(optimizer_factory).__name__}"
         )
+
+
+def _loss(loss_fn: LossFn, z: torch.Tensor, y: Any, index: int | None = None) -> torch.Tensor:
+    """``loss_fn(z, y)``; an error raised inside it gets a note naming ``y``'s shape."""
+    try:
+        return loss_fn(z, y)
+    except Exception as exc:
+        name = "z" if index is None else f"z_{index + 1}"
+        exc.add_note(
+            f"dmol: raised by loss_fn({name}, y) on {describe(name, z)} and {describe('y', y)}"
+        )
+        raise
 
 
 def _scalar(loss: Any, index: int | None = None) -> torch.Tensor:
@@ -103,6 +115,13 @@ class DMoLTrainer:
         Returns:
             The local losses ``[L_1, ..., L_L]`` (before each block's update), shape
             ``(depth,)``, detached.
+
+        Raises:
+            ValueError: If ``loss_fn`` returns a non-scalar or non-finite loss.
+            TypeError: If ``optimizer_factory`` does not return a
+                ``torch.optim.Optimizer``.
+            Exception: What a block, head or ``loss_fn`` raises on a wrong ``x``, ``y``
+                or context, with a note naming it (shape, dtype).
         """
         self.net.train()
         del self._optimizers[self.net.depth :]
@@ -111,7 +130,7 @@ class DMoLTrainer:
         for index in range(self.net.depth):
             opt = self.optimizer(index)
             h, z = self.net.block_forward(index, h, z, *context)
-            loss = _scalar(self.loss_fn(z, y), index)
+            loss = _scalar(_loss(self.loss_fn, z, y, index), index)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -129,13 +148,24 @@ class DMoLTrainer:
         self.net.eval()
         try:
             beliefs = self.net(x, *context, all_depths=True)
-            return torch.stack([self.loss_fn(z, y).detach() for z in beliefs])
+            return torch.stack(
+                [_loss(self.loss_fn, z, y, i).detach() for i, z in enumerate(beliefs)]
+            )
         finally:
             self.net.train(was)
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor, *context: Any, depth: int | None = None) -> torch.Tensor:
-        """The belief ``z_L`` (or ``z_depth``) in eval mode."""
+        """The belief ``z_L`` (or ``z_depth``) in eval mode, without gradients.
+
+        Args:
+            x: Input of the first block.
+            *context: Extra arguments for every block.
+            depth: Early exit at this depth (``1..net.depth``); default the last.
+
+        Returns:
+            The belief, e.g. logits ``(batch, classes)``.
+        """
         was = self.net.training
         self.net.eval()
         try:
@@ -150,13 +180,21 @@ class BPTrainer:
     ``mode="final"``: end-to-end BP through all blocks with the last head only,
     ``H_L(B_L(...B_1(x)))``. ``mode="deep_supervision"``: end to end, the sum of every
     head's loss ``sum_l loss_fn(H_l(h_l), y)`` (Lee et al. 2015). One optimizer over all
-    trained parameters; the prediction is the last head's output.
+    trained parameters, made once here; the prediction is the last head's output. Do not
+    grow or truncate the net afterwards (the optimizer would not hold the new
+    parameters and a new last head would stay zero): make a new ``BPTrainer`` instead.
 
     Args:
         net: The network (its ``belief`` is ignored: BP does not refine).
         loss_fn: ``loss_fn(pred, y)`` -> scalar tensor.
         optimizer_factory: ``params -> torch.optim.Optimizer``, called once.
         mode: ``"final"`` or ``"deep_supervision"``.
+
+    Raises:
+        TypeError: If an argument has the wrong type, or ``optimizer_factory`` does not
+            return a ``torch.optim.Optimizer``.
+        ValueError: If ``mode`` is unknown; from :meth:`step`, if the net was grown or
+            truncated after construction.
     """
 
     MODES = ("final", "deep_supervision")
@@ -179,25 +217,51 @@ class BPTrainer:
         else:
             params += list(net.heads.parameters())
         self.optimizer = optimizer_factory(params)
+        # the modules the optimizer was made for: a grown or cut net would train silently
+        # wrong (a new last head outside the optimizer stays zero), so step refuses it
+        self._modules = (list(net.blocks), list(net.heads))
         if not isinstance(self.optimizer, torch.optim.Optimizer):
             raise TypeError(
                 "optimizer_factory: must return a torch.optim.Optimizer, got "
                 f"{type(self.optimizer).__name__}"
             )
 
+    def _check_net(self) -> None:
+        blocks, heads = self._modules
+        if list(self.net.blocks) != blocks or list(self.net.heads) != heads:
+            raise ValueError(
+                f"net: changed since this BPTrainer was made (depth {len(blocks)} -> "
+                f"{self.net.depth}, grown, cut or replaced blocks); its optimizer holds the "
+                "old parameters only: make a new BPTrainer after grow or truncate"
+            )
+
     def _forward(self, x: torch.Tensor, *context: Any) -> list[torch.Tensor]:
         h, outs = x, []
         last = self.net.depth - 1
         for index, (block, head) in enumerate(zip(self.net.blocks, self.net.heads, strict=True)):
-            h = block(h, *context)
+            try:
+                h = block(h, *context)
+            except Exception as exc:
+                what = describe("x" if index == 0 else f"h_{index}", h, block)
+                exc.add_note(f"dmol: raised by blocks[{index}] on {what}")
+                raise
             if self.mode == "deep_supervision" or index == last:
                 outs.append(head(h))
         return outs
 
     def step(self, x: torch.Tensor, y: torch.Tensor, *context: Any) -> torch.Tensor:
-        """One end-to-end update; returns the loss of each supervised head, detached."""
+        """One end-to-end update; returns the loss of each supervised head, detached.
+
+        Returns:
+            Shape ``(1,)`` for ``mode="final"``, ``(depth,)`` for deep supervision.
+
+        Raises:
+            ValueError: If the net was grown or truncated after construction, or
+                ``loss_fn`` returns a non-scalar or non-finite loss.
+        """
         self.net.train()
-        losses = [_scalar(self.loss_fn(out, y)) for out in self._forward(x, *context)]
+        self._check_net()
+        losses = [_scalar(_loss(self.loss_fn, out, y)) for out in self._forward(x, *context)]
         self.optimizer.zero_grad(set_to_none=True)
         torch.stack(losses).sum().backward()
         self.optimizer.step()
@@ -205,13 +269,15 @@ class BPTrainer:
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor, *context: Any) -> torch.Tensor:
-        """The last head's output in eval mode."""
+        """The last head's output in eval mode.
+
+        Raises:
+            ValueError: If the net was grown or truncated after construction.
+        """
+        self._check_net()
         was = self.net.training
         self.net.eval()
         try:
-            h = x
-            for block in self.net.blocks:
-                h = block(h, *context)
-            return self.net.heads[-1](h)
+            return self._forward(x, *context)[-1]
         finally:
             self.net.train(was)
