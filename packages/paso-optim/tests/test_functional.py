@@ -84,8 +84,14 @@ def test_step_is_pure():
         (lambda: fo.adam(betas=(1.0, 0.9)), r"betas\[0\]"),
         (lambda: fo.adamw(weight_decay=-0.1), "weight_decay"),
         (lambda: fo.make_optimizer("lion", 0.1), "optimizer"),
+        (lambda: fo.adam(betas=0.9), "betas must be a pair"),
     ],
 )
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_make_optimizer_names_an_unknown_argument():
+    with pytest.raises(TypeError, match="'adam' does not take momentum"):
+        fo.make_optimizer("adam", 0.1, momentum=0.9)

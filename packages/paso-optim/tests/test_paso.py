@@ -153,3 +153,49 @@ def test_bad_steps_and_model():
         PASO(make(), loss_fn, batch_fn).run(-1)
     with pytest.raises(TypeError, match="model"):
         PASO(lambda x: x, loss_fn, batch_fn)
+
+
+def test_dropout_in_train_mode_is_refused_and_eval_mode_works():
+    model = nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.5), nn.Linear(8, 3))
+    for backend in ("vmap", "serial"):
+        with pytest.raises(ValueError, match=r"Dropout\(p=0.5\) in train mode"):
+            PASO(model, loss_fn, batch_fn, backend=backend)
+    model.eval()
+    assert PASO(model, loss_fn, batch_fn, "adam", lr=1e-2, window=4).run(5).rounds <= 5
+
+
+def test_non_scalar_loss_is_refused_at_construction():
+    def per_sample(model, batch):
+        return F.cross_entropy(model(batch[0]), batch[1], reduction="none")
+
+    with pytest.raises(ValueError, match=r"loss_fn.*scalar floating tensor.*shape \(16,\)"):
+        PASO(make(), per_sample, batch_fn)
+    with pytest.raises(ValueError, match=r"loss_fn.*got float"):
+        PASO(make(), lambda m, b: 1.0, batch_fn)
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"scheduler": lambda t: 0.5}, "scheduler"),
+        ({"weight_decay": 0.1}, "weight_decay"),
+        ({"lr": 0.5}, "lr"),
+    ],
+)
+def test_functional_optimizer_object_refuses_ignored_arguments(kw, match):
+    from paso_optim import adam
+
+    with pytest.raises(ValueError, match=f"{match} given with a FunctionalOptimizer"):
+        PASO(make(), loss_fn, batch_fn, optimizer=adam(1e-2), **kw)
+    assert PASO(make(), loss_fn, batch_fn, optimizer=adam(1e-2)).run(3).rounds <= 3
+
+
+def test_unknown_optimizer_argument_names_it():
+    with pytest.raises(TypeError, match="'adam' does not take momentum"):
+        PASO(make(), loss_fn, batch_fn, optimizer="adam", momentum=0.9)
+
+
+def test_repr_leaves_out_the_tensors():
+    res = PASO(make(), loss_fn, batch_fn, "sgd", lr=0.1, window=4).run(4)
+    assert "params=" not in repr(res) and "state=" not in repr(res)
+    assert res.params is not None

@@ -123,3 +123,13 @@ def test_non_finite_gradient_names_the_step():
 
     with pytest.raises(FloatingPointError, match="step 3"):
         solve_triangular(f.step, grad_fn, torch.zeros(4), {}, 10, window=4, tol=0.0)
+
+
+def test_bad_callables_and_grad_fn_output():
+    f = OPTS["sgd"]
+    with pytest.raises(TypeError, match="step_fn must be callable"):
+        solve_triangular(None, _grad_fn, torch.zeros(N), {}, 5)
+    with pytest.raises(TypeError, match="grad_fn must be callable"):
+        solve_triangular(f.step, "grad", torch.zeros(N), {}, 5)
+    with pytest.raises(TypeError, match=r"grad_fn must return a torch\.Tensor"):
+        solve_triangular(f.step, lambda X, ts: X.tolist(), torch.zeros(N), {}, 5)

@@ -18,6 +18,7 @@ References:
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -140,7 +141,7 @@ def _adam_like(
     schedule: Schedule | None,
 ) -> FunctionalOptimizer:
     lr, weight_decay = _check_common(lr, weight_decay)
-    if len(betas) != 2:
+    if not isinstance(betas, tuple | list) or len(betas) != 2:
         raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
     b1 = check_float("betas[0]", betas[0], low=0.0, high=1.0, high_inclusive=False)
     b2 = check_float("betas[1]", betas[1], low=0.0, high=1.0, high_inclusive=False)
@@ -187,8 +188,17 @@ def make_optimizer(
     ``"sgd"`` (``momentum=`` for heavy ball), ``"adam"`` or ``"adamw"``.
 
     Raises:
-        ValueError: If ``name`` is not one of :data:`OPTIMIZERS`.
+        ValueError: If ``name`` is not one of :data:`OPTIMIZERS`, or on a bad value.
+        TypeError: On a keyword argument that optimizer does not take (e.g. ``momentum``
+            for Adam).
     """
     check_choice("optimizer", name, OPTIMIZERS)
     factory = {"sgd": sgd, "adam": adam, "adamw": adamw}[name]
+    allowed = set(inspect.signature(factory).parameters) - {"lr", "schedule"}
+    unknown = sorted(set(hyper) - allowed)
+    if unknown:
+        raise TypeError(
+            f"optimizer {name!r} does not take {', '.join(unknown)}; "
+            f"its arguments are {', '.join(sorted(allowed))}"
+        )
     return factory(lr=lr, schedule=schedule, **hyper)

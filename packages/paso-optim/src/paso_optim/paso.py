@@ -34,6 +34,7 @@ from paso_optim.functional import FunctionalOptimizer, Schedule, make_optimizer
 from paso_optim.solver import solve_triangular
 
 BACKENDS = ("vmap", "serial", "distributed")
+_DEFAULT_LR = 1e-3
 
 
 @dataclass
@@ -47,8 +48,8 @@ class PasoResult:
         errors: Mean scaled window error per round.
         steps_per_round: Steps committed per round.
         wall_time: Seconds for the whole solve.
-        params: Final parameters as one flat tensor, shape ``(n,)``.
-        state: Final optimizer state (dict of flat tensors).
+        params: Final parameters as one flat tensor, shape ``(n,)`` (left out of the repr).
+        state: Final optimizer state (dict of flat tensors; left out of the repr).
     """
 
     steps: int
@@ -57,8 +58,8 @@ class PasoResult:
     errors: list[float] = field(default_factory=list)
     steps_per_round: list[int] = field(default_factory=list)
     wall_time: float = 0.0
-    params: torch.Tensor | None = None
-    state: dict[str, torch.Tensor] | None = None
+    params: torch.Tensor | None = field(default=None, repr=False)
+    state: dict[str, torch.Tensor] | None = field(default=None, repr=False)
 
     @property
     def step_reduction(self) -> float:
@@ -116,7 +117,8 @@ class PASO:
             shapes for every ``t``), a deterministic function of the 0-based step ``t``.
         optimizer: ``"sgd"``, ``"adam"``, ``"adamw"`` or a
             :class:`~paso_optim.functional.FunctionalOptimizer`.
-        lr: Learning rate (ignored when ``optimizer`` is an object).
+        lr: Learning rate of a named ``optimizer``. With a ``FunctionalOptimizer`` object,
+            ``lr``, ``scheduler`` and ``**hyper`` must be left out (it carries its own).
         window: Window size ``P`` >= 1 (gradients per round).
         tol: Error threshold >= 0 on ``error_scale * ||dx||^2 / n``; 0 is exact.
         ema_decay: Adapt the threshold by an EMA of the window's mean error (the
@@ -131,8 +133,10 @@ class PASO:
         **hyper: Further optimizer arguments (``betas``, ``weight_decay``, ``momentum``...).
 
     Raises:
-        TypeError/ValueError: On a bad argument, a non-deterministic ``batch_fn``, or a
-            model whose buffers change in forward (named in the message).
+        TypeError/ValueError: On a bad argument, a non-deterministic ``batch_fn``, a
+            ``loss_fn`` that does not return a scalar floating tensor on ``batch_fn(0)``,
+            a model with BatchNorm or Dropout in train mode, or buffers that change in
+            forward (named in the message).
     """
 
     def __init__(
@@ -141,7 +145,7 @@ class PASO:
         loss_fn: Callable[[nn.Module, Any], torch.Tensor],
         batch_fn: Callable[[int], Any],
         optimizer: str | FunctionalOptimizer = "adamw",
-        lr: float = 1e-3,
+        lr: float = _DEFAULT_LR,
         window: int = 8,
         tol: float = 1e-9,
         ema_decay: float | None = None,
@@ -177,6 +181,15 @@ class PASO:
                     "on every rank before building PASO"
                 )
         if isinstance(optimizer, FunctionalOptimizer):
+            ignored = sorted(hyper) + (["scheduler"] if scheduler is not None else [])
+            if lr != _DEFAULT_LR:
+                ignored.insert(0, "lr")
+            if ignored:
+                raise ValueError(
+                    f"{', '.join(ignored)} given with a FunctionalOptimizer object, which "
+                    "carries its own lr, hyperparameters and schedule; pass them to "
+                    "paso_optim.sgd/adam/adamw instead (or give optimizer as a name)"
+                )
             self.optimizer = optimizer
         elif isinstance(optimizer, str):
             self.optimizer = make_optimizer(optimizer, lr, schedule=scheduler, **hyper)
@@ -194,7 +207,7 @@ class PASO:
         self._wrapper = _LossModule(model, loss_fn)
         if check_determinism:
             self._check_batch_fn()
-        self._check_buffers()
+        self._check_model()
         self._grad = torch.func.grad(self._flat_loss)
         self._vgrad = torch.func.vmap(self._grad)
 
@@ -207,7 +220,7 @@ class PASO:
                 "on t only (seed a generator with t, or index a fixed permutation)"
             )
 
-    def _check_buffers(self) -> None:
+    def _check_model(self) -> None:
         for m in self.model.modules():
             if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training:
                 raise ValueError(
@@ -216,10 +229,27 @@ class PASO:
                     "call model.eval() for it (batch statistics frozen) or use LayerNorm/"
                     "GroupNorm"
                 )
+            if isinstance(m, nn.modules.dropout._DropoutNd) and m.training and m.p > 0:
+                raise ValueError(
+                    f"model contains {type(m).__name__}(p={m.p}) in train mode, which "
+                    "draws a new random mask on every call; PASO evaluates each step's "
+                    "loss more than once and needs it to be a deterministic function of "
+                    "the parameters and t: call eval() on it or set p=0"
+                )
         before = {n: b.clone() for n, b in self.model.named_buffers()}
+        with torch.no_grad():
+            loss = self.loss_fn(self.model, self.batch_fn(0))
+        if not (isinstance(loss, torch.Tensor) and loss.ndim == 0 and loss.is_floating_point()):
+            got = (
+                f"a {loss.dtype} tensor of shape {tuple(loss.shape)}"
+                if isinstance(loss, torch.Tensor)
+                else type(loss).__name__
+            )
+            raise ValueError(
+                f"loss_fn(model, batch_fn(0)) must return a scalar floating tensor, got {got} "
+                "(reduce it, e.g. with .mean())"
+            )
         if before:
-            with torch.no_grad():
-                self.loss_fn(self.model, self.batch_fn(0))
             for n, b in self.model.named_buffers():
                 if n in before and not torch.equal(before[n], b):
                     b.copy_(before[n])

@@ -92,6 +92,12 @@ def solve_triangular(
         FloatingPointError: If ``grad_fn`` returns a non-finite gradient (the step and
             round are named).
     """
+    if not callable(step_fn):
+        raise TypeError(
+            f"step_fn must be callable (x, state, g, t) -> (x', state'), got {step_fn!r}"
+        )
+    if not callable(grad_fn):
+        raise TypeError(f"grad_fn must be callable (X, ts) -> G, got {grad_fn!r}")
     T = check_int("T", T, low=0)
     window = check_int("window", window, low=1)
     tol = check_float("tol", tol, low=0.0)
@@ -114,6 +120,10 @@ def solve_triangular(
         guesses[0] = x_b
         ts = list(range(b, b + p))
         G = grad_fn(guesses, ts)
+        if not isinstance(G, torch.Tensor):
+            raise TypeError(
+                f"grad_fn must return a torch.Tensor of shape {(p, n)}, got {type(G).__name__}"
+            )
         if tuple(G.shape) != (p, n):
             raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {(p, n)}")
         bad = ~torch.isfinite(G).all(dim=1)
@@ -162,7 +172,22 @@ def solve_triangular(
 def sequential(
     step_fn: StepFn, grad_fn: GradFn, x0: torch.Tensor, state0: Any, T: int
 ) -> tuple[torch.Tensor, Any]:
-    """The reference: ``T`` sequential steps with one gradient each (``window=1``)."""
+    """The reference: ``T`` sequential steps with one gradient each (``window=1``).
+
+    Args:
+        step_fn: The pure update ``(x, state, g, t) -> (x', state')``.
+        grad_fn: ``(X, ts) -> G`` as for :func:`solve_triangular`; called with
+            ``X`` of shape ``(1, n)`` and ``ts = [t]``.
+        x0: Initial iterate, shape ``(n,)``.
+        state0: Initial optimizer state.
+        T: Number of steps, >= 0.
+
+    Returns:
+        ``(x_T, s_T)``.
+
+    Raises:
+        TypeError/ValueError: If ``T`` is not an integer >= 0.
+    """
     T = check_int("T", T, low=0)
     x, s = x0, state0
     for t in range(T):
