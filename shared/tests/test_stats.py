@@ -299,3 +299,9 @@ def test_decide_names_the_test_when_the_interval_is_above_but_p_is_not_small():
     assert "lies above +1.43" in reason and "p = 0.094" in reason
     assert stats.decide(1.6, 2.2, 1.43, p_value=0.01)[0] == stats.HOLDS
     assert "contains" in stats.decide(1.0, 2.2, 1.43, p_value=0.2)[1]
+
+
+def test_too_few_two_sample_names_each_side():
+    ev = stats.welch([1.0, 2.0], [1.0, 2.0, 3.0, 4.0, 5.0])
+    assert ev.verdict == stats.INCONCLUSIVE
+    assert "2 and 5 finite samples" in ev.reason and "on each side" in ev.reason

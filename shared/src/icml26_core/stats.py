@@ -206,7 +206,14 @@ def _too_few(
     threshold: float,
     confidence: float,
     alpha: float,
+    sides: tuple[int, int] | None = None,
 ) -> Evidence:
+    # two-sample tests need min_n on each side, so say how many each side has
+    reason = (
+        f"{n} finite samples, fewer than the {need} needed"
+        if sides is None
+        else f"{sides[0]} and {sides[1]} finite samples, fewer than the {need} needed on each side"
+    )
     return Evidence(
         test=test,
         effect_name=effect_name,
@@ -218,7 +225,7 @@ def _too_few(
         n=n,
         threshold=threshold,
         verdict=INCONCLUSIVE,
-        reason=f"{n} finite samples, fewer than the {need} needed",
+        reason=reason,
         alpha=alpha,
     )
 
@@ -447,7 +454,14 @@ def welch(
     test = f"Welch's t, {x.size} vs {y.size}, one-sided, t CI"
     if min(x.size, y.size) < min_n:
         return _too_few(
-            test, effect_name, int(x.size + y.size), min_n, threshold, confidence, alpha
+            test,
+            effect_name,
+            int(x.size + y.size),
+            min_n,
+            threshold,
+            confidence,
+            alpha,
+            sides=(int(x.size), int(y.size)),
         )
     st = _scipy_stats()
     effect = float(np.mean(x) - np.mean(y))
@@ -708,7 +722,14 @@ def ratio_of_medians(
     )
     if min(xa.size, xb.size) < min_n:
         return _too_few(
-            test, effect_name, int(xa.size + xb.size), min_n, at_least, confidence, alpha
+            test,
+            effect_name,
+            int(xa.size + xb.size),
+            min_n,
+            at_least,
+            confidence,
+            alpha,
+            sides=(int(xa.size), int(xb.size)),
         )
     st = _scipy_stats()
 
