@@ -273,3 +273,34 @@ def test_bad_tensors_and_foam_overrides():
         staleness_error(torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1))
     with pytest.raises(ValueError, match="square"):
         matrix_inverse_root(torch.zeros(2, 3))
+
+
+def test_add_param_group_is_checked_like_init():
+    opt = Shampoo([torch.zeros(2, 2, requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="lr"):
+        opt.add_param_group({"params": [torch.zeros(3, 3, requires_grad=True)], "lr": -1.0})
+    with pytest.raises(TypeError, match="params"):
+        opt.add_param_group({"params": [torch.zeros(3, 3, dtype=torch.long)]})
+    assert len(opt.param_groups) == 1  # a refused group is not kept
+    opt.add_param_group({"params": [torch.zeros(3, 3, requires_grad=True)], "lr": 0.5})
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["tau"] == 0.1
+
+
+def test_foam_names_delta0_and_profile_must_be_a_bool():
+    with pytest.raises(ValueError, match="delta0"):
+        FOAM([torch.zeros(2, 2, requires_grad=True)], delta0=-1e-3)
+    with pytest.raises(TypeError, match="profile"):
+        Shampoo([torch.zeros(2, 2, requires_grad=True)], profile="yes")
+
+
+def test_non_finite_inputs_give_errors_that_name_them():
+    W = torch.zeros(4, 3, requires_grad=True)
+    opt = FOAM([W], lr=0.1)
+    W.grad = torch.full((4, 3), math.nan)
+    # a RuntimeError (the experiment counts it as a divergence), naming the parameter
+    with pytest.raises(torch.linalg.LinAlgError, match=r"parameter 0 \(shape \(4, 3\)\).*finite"):
+        opt.step()
+    with pytest.raises(ValueError, match="A must be finite"):
+        matrix_inverse_root(torch.full((2, 2), math.inf))
+    with pytest.raises(TypeError, match=r"dtype torch\.int64"):
+        matrix_inverse_root(torch.eye(2, dtype=torch.long))

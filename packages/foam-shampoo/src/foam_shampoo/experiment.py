@@ -80,7 +80,7 @@ def _data(pool: int) -> dict[str, Any]:
     if pool > 1:
         Xt = F.avg_pool2d(Xt, pool)
     Xt = Xt.reshape(len(y), -1)
-    Xt = Xt - Xt[:4000].mean(0)  # standardised on the training images / (Xt[:4000].std(0) + 1e-3)
+    Xt = Xt - Xt[:4000].mean(0)  # centred on the training images' mean (not scaled)
     yt = torch.as_tensor(y[perm], dtype=torch.long)
     return {"Xtr": Xt[:4000], "ytr": yt[:4000], "Xte": Xt[4000:], "yte": yt[4000:]}
 
@@ -259,7 +259,7 @@ def _run(ctx: RunContext) -> Result:
             tuning.setdefault(name, {})[str(lr)] = r["final"] if not r["diverged"] else math.inf
         for name, scores in tuning.items():
             best_lr[name] = float(min(scores, key=lambda k: scores[k]))
-    else:  # smoke: the middle of each grid
+    else:  # smoke: the second point of each 4-point grid
         best_lr = {name: LR_GRIDS[grid][1] for name, (grid, _) in methods.items()}
 
     # 2. every method on the evaluation seeds, interleaved per seed
@@ -311,7 +311,12 @@ def _run(ctx: RunContext) -> Result:
         note=(
             "target = the full train loss Shampoo f=1 reaches at 70% of its steps, per "
             "seed; time counts forward, backward and step only; eighs = eigendecompositions "
-            "over all factors; lr chosen on validation seed 100 from a 4-point grid"
+            "over all factors; "
+            + (
+                f"lr chosen on validation seed {VALIDATION_SEED} from a 4-point grid"
+                if cfg["tune"]
+                else "lr: the second point of each 4-point grid, not tuned (smoke)"
+            )
         ),
     )
     for name, rs in runs.items():
@@ -453,7 +458,9 @@ def _run(ctx: RunContext) -> Result:
         "c = 0.1, delta0 = 1e-6, check_every = 5)."
     )
     if not cfg["tune"]:
-        notes.append("smoke scale: no lr tuning (middle of each grid), too few seeds to decide.")
+        notes.append(
+            "smoke scale: no lr tuning (second point of each grid), too few seeds to decide."
+        )
     return Result(
         tables=[main, split, grid_table],
         claims=[c1, c2, c3, c4],

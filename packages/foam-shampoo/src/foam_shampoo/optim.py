@@ -60,6 +60,14 @@ def _check_betas(betas: Any) -> tuple[float, float]:
     return b1, b2
 
 
+class _NonFiniteFactor(Exception):
+    """A factor due for an ``eigh`` has NaN or inf entries; ``step`` names the parameter."""
+
+    def __init__(self, k: str, step: int) -> None:
+        super().__init__(k, step)
+        self.k, self.step = k, step
+
+
 def _roots_from_eig(
     Q: torch.Tensor, eig: torch.Tensor, lam: float, exponent: float = 4.0
 ) -> torch.Tensor:
@@ -93,21 +101,29 @@ def matrix_inverse_root(A: torch.Tensor, damping: float = 1e-6, *, root: int = 4
         root: The root ``p`` of ``A^(-1/p)`` (>= 1); Shampoo uses 4.
 
     Returns:
-        The inverse root, shape ``(n, n)``, same dtype and device as ``A``.
+        The inverse root, shape ``(n, n)``, same dtype and device as ``A``. ``A`` is
+        symmetrised first and its eigenvalues are clamped at 0 (a negative one counts
+        as 0); an eigenvalue that is still 0 after damping (``damping=0`` or ``A = 0``)
+        gets the dtype's ``tiny ** (-1/root)``, a large finite number, not ``inf``.
 
     Raises:
-        ValueError: If ``A`` is not square or ``damping``/``root`` is out of range.
-        TypeError: If ``A`` is not a floating tensor.
+        ValueError: If ``A`` is not square, has NaN or inf entries, or
+            ``damping``/``root`` is out of range.
+        TypeError: If ``A`` is not a real floating tensor.
 
     Example:
         >>> A = torch.diag(torch.tensor([16.0, 1.0], dtype=torch.float64))
         >>> matrix_inverse_root(A, damping=0.0).diagonal()
         tensor([0.5000, 1.0000], dtype=torch.float64)
     """
-    if not isinstance(A, torch.Tensor) or not A.is_floating_point():
+    if not isinstance(A, torch.Tensor):
         raise TypeError(f"A must be a floating torch.Tensor, got {type(A).__name__}")
+    if not A.is_floating_point():
+        raise TypeError(f"A must be a real floating torch.Tensor, got dtype {A.dtype}")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square matrix, got shape {tuple(A.shape)}")
+    if not bool(torch.isfinite(A).all()):
+        raise ValueError("A must be finite, got NaN or inf entries")
     damping = check_float("damping", damping, low=0.0)
     root = check_int("root", root, low=1)
     eig, Q = _eigh(A)
@@ -228,8 +244,22 @@ class Shampoo(torch.optim.Optimizer):
                 "max_gap": max_gap,
             }
         )
-        super().__init__(params, defaults)
-        for group in self.param_groups:
+        if not isinstance(profile, bool):
+            raise TypeError(f"profile must be a bool, got {profile!r}")
+        super().__init__(params, defaults)  # validates each group in add_param_group
+        self.profile = profile
+        self.timings = {"statistics": 0.0, "roots": 0.0, "apply": 0.0}
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a param group, checking its settings and tensors as ``__init__`` does.
+
+        Raises:
+            ValueError: If a setting of the group is out of range, naming it.
+            TypeError: If a parameter is not a real floating tensor.
+        """
+        super().add_param_group(param_group)
+        group = self.param_groups[-1]
+        try:
             self._validate(group)
             for i, p in enumerate(group["params"]):
                 if p.is_complex() or not p.is_floating_point():
@@ -237,8 +267,9 @@ class Shampoo(torch.optim.Optimizer):
                         f"params: parameter {i} has dtype {p.dtype}; Shampoo needs real "
                         "floating tensors"
                     )
-        self.profile = bool(profile)
-        self.timings = {"statistics": 0.0, "roots": 0.0, "apply": 0.0}
+        except (TypeError, ValueError):
+            self.param_groups.pop()
+            raise
 
     @staticmethod
     def _validate(g: dict[str, Any]) -> dict[str, Any]:
@@ -289,6 +320,8 @@ class Shampoo(torch.optim.Optimizer):
         return m, n
 
     def _decompose(self, st: dict[str, Any], k: str, group: dict[str, Any], step: int) -> None:
+        if not bool(torch.isfinite(st[k]).all()):
+            raise _NonFiniteFactor(k, step)
         eig, Q = _eigh(st[k])
         st[f"Q_{k}"], st[f"eig_{k}"] = Q, eig
         st[f"eighs_{k}"] += 1
@@ -341,6 +374,9 @@ class Shampoo(torch.optim.Optimizer):
 
         Raises:
             ValueError: If a gradient is sparse.
+            torch.linalg.LinAlgError: If a factor due for an ``eigh`` has NaN or inf
+                entries (a non-finite gradient; a ``RuntimeError``, as torch's own
+                ``eigh`` failure).
         """
         loss = None
         if closure is not None:
@@ -383,8 +419,16 @@ class Shampoo(torch.optim.Optimizer):
                     st["R"].mul_(b2).addmm_(G.T, G)
                 t0 = self._tick(t0, "statistics", p.device)
                 if shape is not None:
-                    for k in _FACTORS:
-                        self._update_factor(st, k, group, t)
+                    try:
+                        for k in _FACTORS:
+                            self._update_factor(st, k, group, t)
+                    except _NonFiniteFactor as e:
+                        # a RuntimeError, as torch's own eigh failure (callers catch that)
+                        raise torch.linalg.LinAlgError(
+                            f"params: parameter {i} (shape {tuple(p.shape)}): its {e.k} "
+                            f"statistics are not finite at its step {e.step} (a NaN or inf "
+                            "gradient, or a diverged run); cannot eigendecompose them"
+                        ) from None
                     t0 = self._tick(t0, "roots", p.device)
                 m_hat = st["exp_avg"] / (1 - b1**t)
                 v_hat = st["exp_avg_sq"] / (1 - gb2**t)
@@ -500,6 +544,7 @@ class FOAM(Shampoo):
         bad = sorted(fixed & set(kwargs))
         if bad:
             raise TypeError(f"FOAM sets {bad} itself; use Shampoo for other combinations")
+        delta0 = check_float("delta0", delta0, low=0.0)
         super().__init__(
             params,
             lr=lr,
