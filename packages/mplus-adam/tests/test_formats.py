@@ -121,3 +121,33 @@ def test_docstring_examples():
 
     for module in (fm, optim):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2", "fp4_e2m1"])
+def test_quantize_zero_dim_scaled(fmt):
+    # a 0-d tensor is one padded block; it used to fail reshaping the block back to ()
+    x = torch.tensor(3.3)
+    q = quantize(x, fmt)
+    assert q.shape == () and q.item() == quantize(x.reshape(1), fmt).item()
+
+
+def test_quantize_inf_saturates_without_zeroing_its_block():
+    # an inf used to make the block's scale infinite, rounding the finite entries to 0
+    q = quantize(torch.tensor([float("inf"), 1.0, -float("inf")]), "fp8_e4m3")
+    assert q[1].item() == 1.0
+    assert q[0].item() == -q[2].item() > 1.0 and torch.isfinite(q).all()
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(TypeError, match="generator"):
+        quantize(torch.ones(3), "fp4_e2m1", rounding="stochastic", generator=3)
+    with pytest.raises(TypeError, match=r"x must be a torch\.Tensor"):
+        round_to_grid([1.0], "bf16")
+    with pytest.raises(TypeError, match="floating-point"):
+        round_to_grid(torch.arange(3), "fp4_e2m1")
+    with pytest.raises(ValueError, match="numel"):
+        format_bits("fp8_e4m3", -5)
+    with pytest.raises(TypeError, match="numel"):
+        format_bits("fp8_e4m3", 5.5)
+    with pytest.raises(ValueError, match="block_size"):
+        format_bits("fp8_e4m3", 5, 0)

@@ -256,3 +256,30 @@ def test_bad_input():
         Madam([w], lr=1e-2)
     with pytest.raises(ValueError, match="track_stuck"):
         stuck_fraction(MPlusAdam([w]))
+
+
+def test_add_param_group_validates_and_rounds():
+    opt = MPlusAdam([torch.ones(4, requires_grad=True)])
+    with pytest.raises(ValueError, match="lr"):
+        opt.add_param_group({"params": [torch.ones(4, requires_grad=True)], "lr": -5.0})
+    assert len(opt.param_groups) == 1  # the rejected group is not kept
+    x = torch.full((4,), 1.001, requires_grad=True)
+    opt.add_param_group({"params": [x], "master_format": "fp4_e2m1"})
+    assert x.tolist() == [1.0] * 4  # rounded onto the grid, as the constructor does
+
+
+def test_scalar_param_scaled_format():
+    s = torch.tensor(3.3, requires_grad=True)
+    opt = MPlusAdam([s], lr=1e-2, master_format="fp8_e4m3")
+    (s**2).backward()
+    opt.step()
+    assert s.shape == () and torch.isfinite(s)
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(TypeError, match="track_stuck"):
+        MPlusAdam([torch.ones(2, requires_grad=True)], track_stuck="no")
+    with pytest.raises(TypeError, match="optimizer"):
+        stuck_fraction("adam")
+    with pytest.raises(TypeError, match="optimizer"):
+        state_bytes(None)

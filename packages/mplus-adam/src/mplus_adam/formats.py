@@ -107,8 +107,15 @@ def format_bits(fmt: str, numel: int, block_size: int | None = 32) -> int:
 
     Returns:
         The number of bits.
+
+    Raises:
+        TypeError: If ``numel`` or ``block_size`` is not an integer.
+        ValueError: If ``fmt`` is unknown, ``numel < 0`` or ``block_size < 1``.
     """
     f = get_format(fmt)
+    numel = check_int("numel", numel, low=0)
+    if block_size is not None:
+        block_size = check_int("block_size", block_size, low=1)
     bits = f.bits * numel
     if f.scaled:
         n_scales = 1 if block_size is None else -(-numel // block_size)
@@ -121,6 +128,13 @@ def _check_float_tensor(name: str, x: Any) -> None:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not torch.is_floating_point(x):
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+
+
+def _check_generator(generator: Any) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
 
 
 def round_to_grid(
@@ -141,9 +155,16 @@ def round_to_grid(
     Returns:
         A tensor of ``x``'s shape whose values lie on the grid, saturated at ``+-fmax``;
         float32 (float64 for float64 input).
+
+    Raises:
+        TypeError: If ``x`` is not a floating-point tensor or ``generator`` is not a
+            ``torch.Generator``.
+        ValueError: If ``fmt`` or ``rounding`` is not valid.
     """
+    _check_float_tensor("x", x)
     f = fmt if isinstance(fmt, Format) else get_format(fmt)
     check_choice("rounding", rounding, ROUNDINGS)
+    _check_generator(generator)
     work = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
     if f.name == "fp32":
         return work.clone()
@@ -185,7 +206,9 @@ def _blocks(x: Any, block_size: int | None) -> tuple[Any, int]:
 
 
 def _unblocks(b: Any, shape: Any, pad: int, block_size: int | None) -> Any:
-    if block_size is None or not shape:
+    if not shape:  # a 0-d tensor was one entry, padded to a block
+        return b.reshape(-1)[:1].reshape(shape)
+    if block_size is None:
         return b.reshape(shape)
     last = shape[-1]
     b = b.reshape(*shape[:-1], last + pad)
@@ -234,9 +257,14 @@ def quantize_with_exponents(
 
 
 def block_amax(x: Any, block_size: int | None) -> Any:
-    """Largest magnitude of each block of the last dimension, shape ``(n_blocks,)``."""
+    """Largest finite magnitude of each block of the last dimension, shape ``(n_blocks,)``.
+
+    Infinities are left out (they saturate at the block's ``+-fmax * scale`` instead of
+    making the scale infinite, which zeroed the whole block); NaN propagates.
+    """
     b, _ = _blocks(x.detach(), block_size)
-    return b.abs().amax(dim=1)
+    a = b.abs()
+    return torch.where(torch.isinf(a), torch.zeros_like(a), a).amax(dim=1)
 
 
 def quantize(
@@ -266,7 +294,8 @@ def quantize(
         ``bf16``, exactly ``x.to(torch.bfloat16)`` with nearest rounding).
 
     Raises:
-        TypeError: If ``x`` is not a floating-point tensor.
+        TypeError: If ``x`` is not a floating-point tensor or ``generator`` is not a
+            ``torch.Generator``.
         ValueError: If ``fmt``, ``rounding`` or ``block_size`` is not valid.
 
     Example:
@@ -280,6 +309,7 @@ def quantize(
     _check_float_tensor("x", x)
     f = get_format(fmt)
     check_choice("rounding", rounding, ROUNDINGS)
+    _check_generator(generator)
     if block_size is not None:
         block_size = check_int("block_size", block_size, low=1)
     if not f.scaled:

@@ -156,20 +156,35 @@ class MPlusAdam(torch.optim.Optimizer):
             track_stuck=bool(track_stuck),
             seed=seed,
         )
+        if not isinstance(track_stuck, bool | np.bool_):
+            raise TypeError(f"track_stuck must be a bool, got {type(track_stuck).__name__}")
         _check_group(dict(defaults))
-        super().__init__(params, defaults)
+        super().__init__(params, defaults)  # validates and rounds each group (add_param_group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a param group, validate its settings and round its parameters onto the grid.
+
+        Called by the constructor for every group, and usable later as
+        ``torch.optim.Optimizer.add_param_group``.
+
+        Raises:
+            TypeError: A setting of the wrong type, or a non-floating parameter.
+            ValueError: A setting out of range.
+        """
+        super().add_param_group(param_group)
+        group = self.param_groups[-1]
+        try:
+            _check_group(group)
+            for p in group["params"]:
+                if not torch.is_floating_point(p):
+                    raise TypeError(f"params must be floating-point tensors, got dtype {p.dtype}")
+        except (TypeError, ValueError):
+            self.param_groups.pop()
+            raise
         with torch.no_grad():
-            for group in self.param_groups:
-                _check_group(group)
-                for p in group["params"]:
-                    if not torch.is_floating_point(p):
-                        raise TypeError(
-                            f"params must be floating-point tensors, got dtype {p.dtype}"
-                        )
-                    q = _fm.quantize(
-                        p.detach(), group["master_format"], "nearest", group["block_size"]
-                    )
-                    p.copy_(q)
+            for p in group["params"]:
+                q = _fm.quantize(p.detach(), group["master_format"], "nearest", group["block_size"])
+                p.copy_(q)
 
     def _init_state(self, p: torch.Tensor, group: dict[str, Any], work: torch.Tensor) -> dict:
         state = self.state[p]
@@ -358,8 +373,13 @@ def stuck_fraction(optimizer: MPlusAdam, bins: int = 10) -> tuple[np.ndarray, np
         ``(edges, fraction)`` as :func:`binned_stuck`.
 
     Raises:
+        TypeError: If ``optimizer`` is not a ``torch.optim.Optimizer``.
         ValueError: If no parameter has a ``"stuck"`` mask yet.
     """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     ws, ss = [], []
     for group in optimizer.param_groups:
         for p in group["params"]:
@@ -382,7 +402,14 @@ def state_bytes(optimizer: torch.optim.Optimizer) -> dict[str, int]:
 
     Returns:
         ``{"master": ..., "state": ..., "total": ...}`` in bytes.
+
+    Raises:
+        TypeError: If ``optimizer`` is not a ``torch.optim.Optimizer``.
     """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
     master = state = 0
     ours = isinstance(optimizer, MPlusAdam)
     for group in optimizer.param_groups:
