@@ -84,5 +84,7 @@ def test_loss_bad_input_raises():
         loss(torch.tensor([float("nan"), 0.0]), torch.tensor([1, 0]))
     with pytest.raises(ValueError, match="both classes"):
         roc_auc([0.1, 0.2], [1, 1])
+    with pytest.raises(ValueError, match="NaN or inf"):  # it returned 0.0
+        roc_auc([float("nan"), 0.9], [0, 1])
     with pytest.raises(ValueError, match="groups"):
         DRORegression(2, 2)(torch.zeros(2, 2), torch.zeros(2), torch.tensor([0, 5]))

@@ -225,12 +225,14 @@ def roc_auc(scores: Any, labels: Any) -> float:
         AUC in [0, 1].
 
     Raises:
-        ValueError: If a class is missing or the shapes differ.
+        ValueError: If a class is missing, the shapes differ, or a score is NaN or inf.
     """
     s = np.asarray(scores.detach().cpu() if hasattr(scores, "detach") else scores, dtype=np.float64)
     y = np.asarray(labels.detach().cpu() if hasattr(labels, "detach") else labels) > 0.5
     if s.shape != y.shape or s.ndim != 1:
         raise ValueError(f"scores and labels must be 1-D of one shape, got {s.shape}, {y.shape}")
+    if not np.isfinite(s).all():
+        raise ValueError("scores contain NaN or inf")
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError("labels must contain both classes")
