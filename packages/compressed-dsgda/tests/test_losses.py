@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 from compressed_dsgda import AUCMarginMinMax, DRORegression, roc_auc
@@ -84,5 +85,15 @@ def test_loss_bad_input_raises():
         loss(torch.tensor([float("nan"), 0.0]), torch.tensor([1, 0]))
     with pytest.raises(ValueError, match="both classes"):
         roc_auc([0.1, 0.2], [1, 1])
+    with pytest.raises(ValueError, match="NaN or inf"):  # it returned 0.0
+        roc_auc([float("nan"), 0.9], [0, 1])
     with pytest.raises(ValueError, match="groups"):
         DRORegression(2, 2)(torch.zeros(2, 2), torch.zeros(2), torch.tensor([0, 5]))
+    # these failed inside numpy/torch (AttributeError, RuntimeError from min())
+    with pytest.raises(TypeError, match=r"scores must be a torch\.Tensor"):
+        loss(np.zeros(2), np.zeros(2))
+    dro = DRORegression(2, 2)
+    with pytest.raises(TypeError, match=r"X must be a torch\.Tensor"):
+        dro(np.zeros((2, 2)), torch.zeros(2), torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="no rows"):
+        dro(torch.zeros(0, 2), torch.zeros(0), torch.zeros(0, dtype=torch.long))

@@ -374,6 +374,17 @@ def test_bad_input_raises():
         CompressedDSGDA([torch.zeros(3, 3, requires_grad=True)], [y], W)
     with pytest.raises(ValueError, match="momentum_kind"):
         CompressedDSGDA([x], [y], W, momentum_kind="nesterov")
+    # a single tensor was split into its rows; a non-tensor or a string W failed deep inside
+    with pytest.raises(TypeError, match="primal_params must be an iterable of tensors"):
+        CompressedDSGDA(x, [y], W)
+    with pytest.raises(TypeError, match=r"dual_params\[0\] must be a torch.Tensor"):
+        CompressedDSGDA([x], [np.zeros((4, 1))], W)
+    with pytest.raises(ValueError, match=r"primal_params\[0\] must be floating point"):
+        CompressedDSGDA([torch.zeros(4, 3, dtype=torch.long)], [y], W)
+    with pytest.raises(TypeError, match="group must be"):
+        CompressedDSGDA([x], [y], "ring")
+    with pytest.raises(TypeError, match="compressor"):
+        default_gamma("top5%", 10)
     opt = CompressedDSGDA([x], [y], W)
     with pytest.raises(ValueError, match="no gradient"):
         opt.step()

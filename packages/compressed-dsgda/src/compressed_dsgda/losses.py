@@ -107,7 +107,14 @@ class AUCMarginMinMax(nn.Module):
 
         Returns:
             A scalar tensor.
+
+        Raises:
+            TypeError: If an input is not a torch tensor.
+            ValueError: If the shapes disagree or a score is NaN or inf.
         """
+        for name, t in (("scores", scores), ("labels", labels)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if scores.shape != labels.shape:
             raise ValueError(
                 f"scores and labels must have the same shape, got {tuple(scores.shape)} "
@@ -191,7 +198,15 @@ class DRORegression(nn.Module):
 
         Returns:
             A scalar tensor.
+
+        Raises:
+            TypeError: If an input is not a torch tensor.
+            ValueError: If the shapes disagree, the batch is empty, or a group index is
+                outside ``[0, G)``.
         """
+        for name, t in (("X", X), ("targets", targets), ("groups", groups)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         lead = 1 if self.n_nodes is None else 2
         if X.dim() != lead + 1 or X.shape[-1] != self.n_features:
             raise ValueError(
@@ -199,6 +214,8 @@ class DRORegression(nn.Module):
             )
         if targets.shape != X.shape[:-1] or groups.shape != X.shape[:-1]:
             raise ValueError("targets and groups must have X's shape without its last dimension")
+        if X.shape[-2] == 0:
+            raise ValueError("X has no rows: the batch must hold at least one row")
         if int(groups.min()) < 0 or int(groups.max()) >= self.n_groups:
             raise ValueError(f"groups must lie in [0, {self.n_groups}), got values outside")
         pred = (X * self.theta.unsqueeze(-2)).sum(-1)
@@ -225,12 +242,14 @@ def roc_auc(scores: Any, labels: Any) -> float:
         AUC in [0, 1].
 
     Raises:
-        ValueError: If a class is missing or the shapes differ.
+        ValueError: If a class is missing, the shapes differ, or a score is NaN or inf.
     """
     s = np.asarray(scores.detach().cpu() if hasattr(scores, "detach") else scores, dtype=np.float64)
     y = np.asarray(labels.detach().cpu() if hasattr(labels, "detach") else labels) > 0.5
     if s.shape != y.shape or s.ndim != 1:
         raise ValueError(f"scores and labels must be 1-D of one shape, got {s.shape}, {y.shape}")
+    if not np.isfinite(s).all():
+        raise ValueError("scores contain NaN or inf")
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         raise ValueError("labels must contain both classes")

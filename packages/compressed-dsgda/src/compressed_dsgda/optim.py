@@ -141,7 +141,16 @@ def default_gamma(compressor: Compressor, numel: int) -> float:
 
     Returns:
         ``gamma`` in ``(0, 1]``.
+
+    Raises:
+        TypeError: If ``compressor`` is not a Compressor.
+        ValueError: If ``numel`` < 1.
     """
+    if not isinstance(compressor, Compressor):
+        raise TypeError(
+            f"compressor must be an icml26_core.decentralized Compressor, got "
+            f"{type(compressor).__name__}"
+        )
     if isinstance(compressor, ScaledSign):
         return 0.4
     return float(min(1.0, np.sqrt(compressor.delta(numel))))
@@ -188,9 +197,12 @@ class CompressedDSGDA(torch.optim.Optimizer):
         stacked: Whether the parameters carry the node dimension (simulation).
 
     Raises:
-        TypeError: If ``compressor`` is not a Compressor, or ``group`` has no ``mix``.
+        TypeError: If ``compressor`` is not a Compressor, ``group`` is neither a gossip
+            backend (with ``mix``) nor a matrix, or a parameter list is a single tensor
+            or holds something other than tensors.
         ValueError: If a step size, ``momentum`` or ``gamma`` is out of range, a
-            parameter list is empty, stacked parameters lack the node dimension,
+            parameter list is empty, a parameter is not floating point, stacked
+            parameters lack the node dimension,
             ``group`` is an invalid mixing matrix (not doubly stochastic, disconnected),
             or (in :meth:`step`) a gradient is missing, NaN or infinite.
 
@@ -232,6 +244,11 @@ class CompressedDSGDA(torch.optim.Optimizer):
                 f"{type(compressor).__name__}"
             )
         if not hasattr(group, "mix"):
+            if not isinstance(group, (torch.Tensor, np.ndarray, list, tuple)):
+                raise TypeError(
+                    "group must be a SimulatedNetwork, a GossipGroup or a mixing matrix "
+                    f"(n, n), got {type(group).__name__}"
+                )
             group = SimulatedNetwork(group, seed=seed)  # validates W (doubly stochastic, ...)
         lr_primal = check_float("lr_primal", lr_primal, low=0.0, low_inclusive=False)
         lr_dual = check_float("lr_dual", lr_dual, low=0.0, low_inclusive=False)
@@ -240,10 +257,25 @@ class CompressedDSGDA(torch.optim.Optimizer):
             if g is not None:
                 check_float(name, g, low=0.0, high=1.0, low_inclusive=False)
         check_choice("momentum_kind", momentum_kind, ("ema", "storm"))
+        for role, params in zip(_ROLES, (primal_params, dual_params), strict=True):
+            if isinstance(params, torch.Tensor):
+                raise TypeError(
+                    f"{role}_params must be an iterable of tensors, got a single tensor; "
+                    f"wrap it in a list: [{role}]"
+                )
         primal, dual = list(primal_params), list(dual_params)
         for role, params in zip(_ROLES, (primal, dual), strict=True):
             if not params:
                 raise ValueError(f"{role}_params is empty; give at least one tensor")
+            for k, p in enumerate(params):
+                if not isinstance(p, torch.Tensor):
+                    raise TypeError(
+                        f"{role}_params[{k}] must be a torch.Tensor, got {type(p).__name__}"
+                    )
+                if not p.is_floating_point():
+                    raise ValueError(
+                        f"{role}_params[{k}] must be floating point, got dtype {p.dtype}"
+                    )
         self.network = group
         self.stacked = _is_stacked(group)
         self.compressor = compressor
