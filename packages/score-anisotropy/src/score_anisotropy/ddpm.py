@@ -55,7 +55,10 @@ def train_ddpm(
         The loss (mean squared error per coordinate) at every step.
 
     Raises:
-        ValueError: On bad data, a D mismatch, or a model without trainable parameters.
+        TypeError: If ``model`` is not a module, ``X`` is not numeric or ``schedule`` is
+            not a :class:`DDPMSchedule`.
+        ValueError: On bad data, a D mismatch, ``steps < 0``, ``batch_size < 1``,
+            ``lr <= 0``, a negative seed, or a model without trainable parameters.
     """
     _check_model(model)
     A = _check_data(X, None)
@@ -63,6 +66,7 @@ def train_ddpm(
     steps = check_int("steps", steps, low=0)
     batch_size = check_int("batch_size", batch_size, low=1)
     lr = check_float("lr", lr, low=0.0, low_inclusive=False)
+    seed = check_int("seed", seed, low=0)
     sch = _schedule(schedule)
     p = next(q for q in model.parameters() if q.requires_grad)
     data = torch.as_tensor(A, dtype=p.dtype, device=p.device)
@@ -105,9 +109,15 @@ def sample_ddpm(
 
     Returns:
         Samples, shape ``(n, D)``, float64.
+
+    Raises:
+        TypeError: If ``model`` is not a module or ``schedule`` not a :class:`DDPMSchedule`.
+        ValueError: If ``n``, ``batch_size`` or ``dim`` is below 1 or ``seed`` negative.
     """
     _check_model(model)
     n = check_int("n", n, low=1)
+    seed = check_int("seed", seed, low=0)
+    batch_size = check_int("batch_size", batch_size, low=1)
     sch = _schedule(schedule)
     d = check_int("dim", dim if dim is not None else getattr(model, "dim", None), low=1)
     p = next(q for q in model.parameters() if q.requires_grad)
@@ -143,6 +153,10 @@ def w2_exact(A: np.ndarray, B: np.ndarray) -> float:
 
     Returns:
         The distance, in the data's units.
+
+    Raises:
+        ValueError: If A or B is not 2-D, non-finite, or their shapes differ.
+        TypeError: If A or B is not numeric.
     """
     from scipy.optimize import linear_sum_assignment
 
