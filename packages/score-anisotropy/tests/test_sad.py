@@ -185,3 +185,5 @@ def test_bad_kernel_inputs_and_seeds_raise_naming_the_argument():
         sa.train_ddpm(m, X, 1, seed=1.5)
     with pytest.raises(TypeError, match="directions must be numeric"):
         sa.dct_frequency([["a"]])
+    with pytest.raises(ValueError, match="directions has a zero"):
+        sa.per_direction_wasserstein(np.ones((3, 4)), np.ones((3, 4)), np.zeros((4, 1)))

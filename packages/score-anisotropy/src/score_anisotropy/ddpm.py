@@ -174,7 +174,10 @@ def _directions(directions: np.ndarray, d: int) -> np.ndarray:
     U = np.asarray(directions, dtype=np.float64)
     if U.ndim != 2 or U.shape[0] != d:
         raise ValueError(f"directions must have shape ({d}, k), got {U.shape}")
-    return U / np.linalg.norm(U, axis=0, keepdims=True)
+    norms = np.linalg.norm(U, axis=0, keepdims=True)
+    if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+        raise ValueError("directions has a zero or non-finite column")
+    return U / norms
 
 
 def per_direction_wasserstein(
@@ -189,6 +192,10 @@ def per_direction_wasserstein(
 
     Returns:
         W1 per direction, shape ``(k,)``.
+
+    Raises:
+        ValueError: If ``gen``/``test`` are not 2-D with one D or are non-finite, or
+            ``directions`` is not ``(D, k)``.
     """
     from scipy.stats import wasserstein_distance
 
@@ -204,6 +211,17 @@ def sliced_w2(gen: np.ndarray, test: np.ndarray, directions: np.ndarray) -> floa
 
     1-D W2 from the empirical quantile functions on ``max(n, m)`` midpoint levels (for
     equal sizes: the sorted-sample formula).
+
+    Args:
+        gen: Generated samples, shape ``(n, D)``.
+        test: Held-out samples, shape ``(m, D)``.
+        directions: Columns of directions, shape ``(D, k)`` (normalized here).
+
+    Returns:
+        The distance, a float in the data's units.
+
+    Raises:
+        ValueError: As :func:`per_direction_wasserstein`.
     """
     G = _check_data(gen, None, "gen")
     T = _check_data(test, G.shape[1], "test")

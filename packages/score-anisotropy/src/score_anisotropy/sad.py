@@ -333,6 +333,11 @@ def alignment(
 
     Returns:
         ``{"top_k": ..., "weighted": ..., "k": k}``.
+
+    Raises:
+        TypeError: If ``result`` is not a :class:`SADResult` or ``X`` is not numeric.
+        ValueError: If ``X`` is not ``(n, D)`` with the result's D and n >= 2, is
+            non-finite or has zero variance, or ``k`` is not in ``[1, returned]``.
     """
     if not isinstance(result, SADResult):
         raise TypeError(f"result must be a SADResult, got {type(result).__name__}")
@@ -360,6 +365,9 @@ def dct_basis(side: int) -> np.ndarray:
     Returns:
         ``(D, D)`` array whose column ``a * side + b`` is the mode of frequency
         ``(a, b)`` flattened row-major; its frequency is ``a + b``.
+
+    Raises:
+        TypeError, ValueError: If ``side`` is not an integer >= 1.
     """
     side = check_int("side", side, low=1)
     n = np.arange(side)
