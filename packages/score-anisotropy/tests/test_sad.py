@@ -161,3 +161,29 @@ def test_bad_input_raises_naming_the_argument():
         sa.ScoreCNN(15)
     with pytest.raises(ValueError, match="B has D = 3"):
         sa.w2_exact(np.zeros((4, 2)), np.zeros((4, 3)))
+
+
+def test_bad_kernel_inputs_and_seeds_raise_naming_the_argument():
+    m = sa.ScoreMLP(16, width=8)
+    x, t = torch.zeros(2, 16), torch.zeros(2)
+    with pytest.raises(ValueError, match="x has D = 9 columns"):
+        sa.empirical_ntk(m, torch.zeros(2, 9), t)
+    with pytest.raises(ValueError, match="x must have the model's dtype"):
+        sa.empirical_ntk(m, x.double(), t.double())
+    with pytest.raises(TypeError, match=r"x must be a torch\.Tensor"):
+        sa.empirical_ntk(m, np.zeros((2, 16)), t)
+    with pytest.raises(TypeError, match=r"t must be a torch\.Tensor"):
+        sa.ntk_matvec(m, x, np.zeros(2))
+    with pytest.raises(ValueError, match=r"v must have shape \(16,\)"):
+        sa.ntk_matvec(m, x, t)(np.ones(5))
+    X = np.zeros((10, 16))
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        sa.sad(m, X, seed="a")
+    with pytest.raises(ValueError, match="trace_probes must be"):
+        sa.sad(m, X, method="lanczos", trace_probes=0)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        sa.train_ddpm(m, X, 1, seed=1.5)
+    with pytest.raises(TypeError, match="directions must be numeric"):
+        sa.dct_frequency([["a"]])
+    with pytest.raises(ValueError, match="directions has a zero"):
+        sa.per_direction_wasserstein(np.ones((3, 4)), np.ones((3, 4)), np.zeros((4, 1)))

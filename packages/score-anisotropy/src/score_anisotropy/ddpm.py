@@ -55,7 +55,10 @@ def train_ddpm(
         The loss (mean squared error per coordinate) at every step.
 
     Raises:
-        ValueError: On bad data, a D mismatch, or a model without trainable parameters.
+        TypeError: If ``model`` is not a module, ``X`` is not numeric or ``schedule`` is
+            not a :class:`DDPMSchedule`.
+        ValueError: On bad data, a D mismatch, ``steps < 0``, ``batch_size < 1``,
+            ``lr <= 0``, a negative seed, or a model without trainable parameters.
     """
     _check_model(model)
     A = _check_data(X, None)
@@ -63,6 +66,7 @@ def train_ddpm(
     steps = check_int("steps", steps, low=0)
     batch_size = check_int("batch_size", batch_size, low=1)
     lr = check_float("lr", lr, low=0.0, low_inclusive=False)
+    seed = check_int("seed", seed, low=0)
     sch = _schedule(schedule)
     p = next(q for q in model.parameters() if q.requires_grad)
     data = torch.as_tensor(A, dtype=p.dtype, device=p.device)
@@ -105,9 +109,15 @@ def sample_ddpm(
 
     Returns:
         Samples, shape ``(n, D)``, float64.
+
+    Raises:
+        TypeError: If ``model`` is not a module or ``schedule`` not a :class:`DDPMSchedule`.
+        ValueError: If ``n``, ``batch_size`` or ``dim`` is below 1 or ``seed`` negative.
     """
     _check_model(model)
     n = check_int("n", n, low=1)
+    seed = check_int("seed", seed, low=0)
+    batch_size = check_int("batch_size", batch_size, low=1)
     sch = _schedule(schedule)
     d = check_int("dim", dim if dim is not None else getattr(model, "dim", None), low=1)
     p = next(q for q in model.parameters() if q.requires_grad)
@@ -143,6 +153,10 @@ def w2_exact(A: np.ndarray, B: np.ndarray) -> float:
 
     Returns:
         The distance, in the data's units.
+
+    Raises:
+        ValueError: If A or B is not 2-D, non-finite, or their shapes differ.
+        TypeError: If A or B is not numeric.
     """
     from scipy.optimize import linear_sum_assignment
 
@@ -160,7 +174,10 @@ def _directions(directions: np.ndarray, d: int) -> np.ndarray:
     U = np.asarray(directions, dtype=np.float64)
     if U.ndim != 2 or U.shape[0] != d:
         raise ValueError(f"directions must have shape ({d}, k), got {U.shape}")
-    return U / np.linalg.norm(U, axis=0, keepdims=True)
+    norms = np.linalg.norm(U, axis=0, keepdims=True)
+    if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+        raise ValueError("directions has a zero or non-finite column")
+    return U / norms
 
 
 def per_direction_wasserstein(
@@ -175,6 +192,10 @@ def per_direction_wasserstein(
 
     Returns:
         W1 per direction, shape ``(k,)``.
+
+    Raises:
+        ValueError: If ``gen``/``test`` are not 2-D with one D or are non-finite, or
+            ``directions`` is not ``(D, k)``.
     """
     from scipy.stats import wasserstein_distance
 
@@ -190,6 +211,17 @@ def sliced_w2(gen: np.ndarray, test: np.ndarray, directions: np.ndarray) -> floa
 
     1-D W2 from the empirical quantile functions on ``max(n, m)`` midpoint levels (for
     equal sizes: the sorted-sample formula).
+
+    Args:
+        gen: Generated samples, shape ``(n, D)``.
+        test: Held-out samples, shape ``(m, D)``.
+        directions: Columns of directions, shape ``(D, k)`` (normalized here).
+
+    Returns:
+        The distance, a float in the data's units.
+
+    Raises:
+        ValueError: As :func:`per_direction_wasserstein`.
     """
     G = _check_data(gen, None, "gen")
     T = _check_data(test, G.shape[1], "test")

@@ -336,7 +336,7 @@ def _claims(rows: list[dict], floors: dict, cfg: dict) -> list[Claim]:
     measured = 0 if not decided or ev.ci_low <= 1.0 <= ev.ci_high else int(np.sign(ev.effect - 1))
     sign = Claim.check(
         "The sign agrees with the alignment at initialization.",
-        "log[align(low)/align(high)] of the CNN minus the MLP's (at init, mean over seeds) "
+        "log(align(low) / align(high)) of the CNN minus the MLP's (at init, mean over seeds) "
         "has the sign of the measured ratio(CNN)/ratio(MLP) - 1; inconclusive when the "
         "measured ratio's CI contains 1 (no measured sign)",
         {"predicted log-ratio difference": pred["CNN"] - pred["MLP"], "measured sign": measured},

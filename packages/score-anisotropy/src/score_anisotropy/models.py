@@ -186,11 +186,15 @@ class DDPMSchedule:
     """Discrete DDPM noise schedule: ``x_s = sqrt(abar_s) x_0 + sqrt(1 - abar_s) eps``.
 
     Args:
-        n_steps: Number of diffusion steps T.
-        kind: ``"linear"`` (default) or ``"cosine"`` (Nichol & Dhariwal 2021)
-            (Ho et al. 2020; betas from ``1e-4 * 1000 / T`` to ``0.02 * 1000 / T``,
-            capped at 0.999: use ``n_steps >= 50``, below it the last betas near 1
-            make ancestral sampling unstable).
+        n_steps: Number of diffusion steps T (>= 1).
+        kind: ``"linear"`` (default; Ho et al. 2020, betas from ``1e-4 * 1000 / T`` to
+            ``0.02 * 1000 / T``, capped at 0.999: use ``n_steps >= 50``, below it the
+            last betas near 1 make ancestral sampling unstable) or ``"cosine"``
+            (Nichol & Dhariwal 2021).
+
+    Raises:
+        TypeError: If ``n_steps`` is not an integer.
+        ValueError: If ``n_steps < 1`` or ``kind`` is neither.
 
     Attributes:
         betas: Tensor of shape ``(T,)``, float64.

@@ -70,11 +70,25 @@ def _params(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, torch.
     return params, {**frozen, **buffers}
 
 
-def _check_inputs(x: torch.Tensor, t: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor) or x.ndim != 2:
-        raise ValueError(f"x must be a tensor of shape (n, D), got {getattr(x, 'shape', x)!r}")
-    if not isinstance(t, torch.Tensor) or t.shape != (x.shape[0],):
-        raise ValueError(f"t must be a tensor of shape ({x.shape[0]},), got {tuple(t.shape)}")
+def _check_inputs(model: nn.Module, x: torch.Tensor, t: torch.Tensor) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor of shape (n, D), got {type(x).__name__}")
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"t must be a torch.Tensor of shape (n,), got {type(t).__name__}")
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise ValueError(f"x must have shape (n, D) with n >= 1, got {tuple(x.shape)}")
+    if t.shape != (x.shape[0],):
+        raise ValueError(f"t must have shape ({x.shape[0]},), got {tuple(t.shape)}")
+    p = next(q for q in model.parameters() if q.requires_grad)
+    for name, z in (("x", x), ("t", t)):
+        if z.dtype != p.dtype or z.device != p.device:
+            raise ValueError(
+                f"{name} must have the model's dtype and device ({p.dtype}, {p.device}), "
+                f"got ({z.dtype}, {z.device})"
+            )
+    dim = getattr(model, "dim", None)
+    if isinstance(dim, int) and x.shape[1] != dim:
+        raise ValueError(f"x has D = {x.shape[1]} columns but the model's D is {dim}")
     if not torch.isfinite(x).all():
         raise ValueError("x contains NaN or inf")
 
@@ -92,10 +106,13 @@ def empirical_ntk(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int
         K, shape ``(D, D)``, float64, symmetric positive semi-definite.
 
     Raises:
-        ValueError: On bad shapes, non-finite inputs or a model without parameters.
+        TypeError: If ``model`` is not a module or ``x``/``t`` are not tensors.
+        ValueError: On bad shapes (including a D other than ``model.dim``), a dtype or
+            device other than the model's, non-finite inputs or a model without
+            trainable parameters.
     """
     _check_model(model)
-    _check_inputs(x, t)
+    _check_inputs(model, x, t)
     chunk = check_int("chunk", chunk, low=1)
     params, rest = _params(model)
     n, d = x.shape
@@ -127,10 +144,14 @@ def ntk_matvec(
         col_chunk: Columns of a matrix ``(D, m)`` multiplied in one vmapped call.
 
     Returns:
-        A function mapping a float64 numpy vector ``(D,)`` (or matrix ``(D, m)``) to K v.
+        A function mapping a float64 numpy vector ``(D,)`` (or matrix ``(D, m)``) to K v;
+        it raises ``ValueError`` on an argument of another shape.
+
+    Raises:
+        TypeError, ValueError: As :func:`empirical_ntk`.
     """
     _check_model(model)
-    _check_inputs(x, t)
+    _check_inputs(model, x, t)
     params, rest = _params(model)
     n, d = x.shape
 
@@ -146,6 +167,8 @@ def ntk_matvec(
 
     def matvec(v: np.ndarray) -> np.ndarray:
         vv = np.asarray(v, dtype=np.float64)
+        if vv.ndim not in (1, 2) or vv.shape[0] != d:
+            raise ValueError(f"v must have shape ({d},) or ({d}, m), got {vv.shape}")
         cols = vv.reshape(d, -1)
         out = np.zeros_like(cols)
         for j in range(0, cols.shape[1], col_chunk):
@@ -251,8 +274,9 @@ def sad(
     Raises:
         TypeError: If ``model`` is not a module or ``X`` is not numeric.
         ValueError: If ``X`` is not ``(n, D)`` with the model's D, is non-finite, if
-            ``k`` is not in ``[1, D]`` (``< D`` for ``lanczos``), or the model has no
-            trainable parameters.
+            ``k`` is not in ``[1, D]`` (``< D`` for ``lanczos``), ``n_inputs``,
+            ``trace_probes`` or ``chunk`` is below 1, ``seed`` is negative, or the model
+            has no trainable parameters.
     """
     _check_model(model)
     method = check_choice("method", method, ("jacrev", "lanczos"))
@@ -260,6 +284,8 @@ def sad(
     d = _model_dim(model, A)
     A = _check_data(A, d)
     n_inputs = check_int("n_inputs", n_inputs, low=1)
+    seed = check_int("seed", seed, low=0)
+    trace_probes = check_int("trace_probes", trace_probes, low=1)
     schedule = DDPMSchedule() if schedule is None else schedule
     if not isinstance(schedule, DDPMSchedule):
         raise TypeError(f"schedule must be a DDPMSchedule, got {type(schedule).__name__}")
@@ -307,6 +333,11 @@ def alignment(
 
     Returns:
         ``{"top_k": ..., "weighted": ..., "k": k}``.
+
+    Raises:
+        TypeError: If ``result`` is not a :class:`SADResult` or ``X`` is not numeric.
+        ValueError: If ``X`` is not ``(n, D)`` with the result's D and n >= 2, is
+            non-finite or has zero variance, or ``k`` is not in ``[1, returned]``.
     """
     if not isinstance(result, SADResult):
         raise TypeError(f"result must be a SADResult, got {type(result).__name__}")
@@ -334,6 +365,9 @@ def dct_basis(side: int) -> np.ndarray:
     Returns:
         ``(D, D)`` array whose column ``a * side + b`` is the mode of frequency
         ``(a, b)`` flattened row-major; its frequency is ``a + b``.
+
+    Raises:
+        TypeError, ValueError: If ``side`` is not an integer >= 1.
     """
     side = check_int("side", side, low=1)
     n = np.arange(side)
@@ -344,8 +378,25 @@ def dct_basis(side: int) -> np.ndarray:
 
 
 def dct_frequency(directions: np.ndarray) -> np.ndarray:
-    """Mean DCT frequency ``sum_{a,b} (a + b) c_ab^2`` of each unit column (D = side^2)."""
-    U = np.asarray(directions, dtype=np.float64)
+    """Mean DCT frequency ``sum_{a,b} (a + b) c_ab^2 / sum_{a,b} c_ab^2`` of each column.
+
+    Args:
+        directions: Shape ``(D, k)`` with ``D = side**2`` (images flattened row-major),
+            or one direction ``(D,)``; columns need not be unit.
+
+    Returns:
+        Shape ``(k,)`` (a float for one direction), in ``[0, 2 * (side - 1)]``.
+
+    Raises:
+        ValueError: If D is not a square or a column is zero.
+        TypeError: If ``directions`` is not numeric.
+    """
+    U = np.asarray(directions)
+    if not np.issubdtype(U.dtype, np.number):
+        raise TypeError(f"directions must be numeric, got dtype {U.dtype}")
+    U = U.astype(np.float64)
+    if U.ndim not in (1, 2):
+        raise ValueError(f"directions must have shape (D, k), got {U.shape}")
     d = U.shape[0]
     side = round(np.sqrt(d))
     if side * side != d:
@@ -353,4 +404,6 @@ def dct_frequency(directions: np.ndarray) -> np.ndarray:
     B = dct_basis(side)
     a, b = np.divmod(np.arange(d), side)
     c2 = (B.T @ U) ** 2
+    if np.any(c2.sum(axis=0) == 0):
+        raise ValueError("directions has a zero column")
     return (a + b) @ c2 / c2.sum(axis=0)
