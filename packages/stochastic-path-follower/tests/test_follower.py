@@ -143,6 +143,24 @@ def test_bad_input_to_fit_and_track(trained):
         list(trained.track(items, torch.full((prob.dim,), float("nan"))))
     with pytest.raises(ValueError, match="shape"):
         list(trained.track(items, torch.zeros(prob.dim + 1)))
+    with pytest.raises(TypeError, match="x0 must be a torch"):
+        list(trained.track(items, np.zeros(prob.dim)))
+    with pytest.raises(TypeError, match="stream must be an iterable"):
+        list(trained.track(5, torch.zeros(prob.dim)))
+    with pytest.raises(TypeError, match="scenarios must be a Scenario or an iterable"):
+        trained.fit(3, epochs=1)
+
+
+def test_bad_input_to_rollout(trained):
+    prob, g = _drift(), torch.Generator()
+    with pytest.raises(ValueError, match="episodes must be"):
+        trained.rollout(prob, -1, g)
+    with pytest.raises(ValueError, match="start must be"):
+        trained.rollout(prob, 1, g, start=len(prob))
+    with pytest.raises(ValueError, match="steps must be"):
+        trained.rollout(prob, 1, g, steps=len(prob) + 1)
+    with pytest.raises(ValueError, match="x0 must be a tensor of shape"):
+        trained.rollout(prob, 2, g, x0=torch.zeros(prob.dim))
 
 
 def test_optimizer_state_dict_round_trip(trained):
