@@ -151,6 +151,19 @@ def test_bad_input_to_fit_and_track(trained):
         trained.fit(3, epochs=1)
 
 
+def test_scenario_dtype_must_match_the_follower(trained):
+    p64 = DriftingLeastSquares(np.ones((6, 4)), m=2, dtype=torch.float64)
+    with pytest.raises(TypeError, match="cast the follower"):
+        trained.rollout(p64, 1, torch.Generator())
+    with pytest.raises(TypeError, match="cast the follower"):
+        StochasticPathFollower(width=4).fit(p64, epochs=1)
+    with pytest.raises(ValueError, match="need the follower cast"):
+        list(trained.track(stream(p64), torch.zeros(4)))
+    f64 = StochasticPathFollower(width=4).to(torch.float64).fit(p64, epochs=1, unroll=4)
+    X = torch.stack(list(f64.track(stream(p64), torch.zeros(4, dtype=torch.float64))))
+    assert X.dtype == torch.float64 and X.shape == (6, 4)
+
+
 def test_bad_input_to_rollout(trained):
     prob, g = _drift(), torch.Generator()
     with pytest.raises(ValueError, match="episodes must be"):

@@ -115,9 +115,11 @@ class _LearnedTracker(nn.Module):
             unless called under ``torch.no_grad()``.
 
         Raises:
+            TypeError: If the scenario's ``dtype`` differs from the follower's.
             ValueError: On out-of-range ``episodes``, ``start`` or ``steps``, or an
                 ``x0`` that is not a (B, d) tensor.
         """
+        self._check_scenario_dtype(scenario)
         n = len(scenario)
         episodes = check_int("episodes", episodes, low=1)
         start = check_int("start", start, low=0, high=n - 1)
@@ -142,6 +144,15 @@ class _LearnedTracker(nn.Module):
 
     def _dtype(self) -> torch.dtype:
         return next(self.parameters()).dtype
+
+    def _check_scenario_dtype(self, scenario: Any) -> None:
+        dt = getattr(scenario, "dtype", None)
+        if isinstance(dt, torch.dtype) and dt != self._dtype():
+            raise TypeError(
+                f"the scenario is {dt} but the follower computes in {self._dtype()}: "
+                f"cast the follower with .to({dt}) or build the scenario with "
+                f"dtype={self._dtype()}"
+            )
 
     def fit(
         self,
@@ -175,8 +186,9 @@ class _LearnedTracker(nn.Module):
             ``self``, trained; ``self.history_`` holds the mean loss per epoch.
 
         Raises:
-            TypeError: If ``scenarios`` holds an object that is not a Scenario, or an
-                argument has the wrong type.
+            TypeError: If ``scenarios`` holds an object that is not a Scenario or one
+                whose ``dtype`` differs from the follower's, or an argument has the
+                wrong type.
             ValueError: On an empty scenario list or out-of-range arguments.
         """
         try:
@@ -193,6 +205,8 @@ class _LearnedTracker(nn.Module):
                 raise TypeError(
                     f"scenarios must follow the Scenario protocol, got {type(s).__name__}"
                 )
+        for s in scen:
+            self._check_scenario_dtype(s)
         epochs = check_int("epochs", epochs, low=1)
         episodes = check_int("episodes", episodes, low=1)
         unroll = check_int("unroll", unroll, low=2)
@@ -299,7 +313,9 @@ class _LearnedTracker(nn.Module):
                     g0 = batch.grad(x)
                 except RuntimeError as e:
                     raise ValueError(
-                        f"x0 of shape {tuple(x.shape)} does not fit the batches: {e}"
+                        f"x0 of shape {tuple(x.shape)} does not fit the batches: {e} "
+                        f"(the follower computes in {self._dtype()}; batches of another "
+                        "dtype need the follower cast with .to(dtype))"
                     ) from e
                 if g0.shape != x.shape:
                     raise ValueError(
