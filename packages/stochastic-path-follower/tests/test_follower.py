@@ -9,6 +9,7 @@ from stochastic_path_follower import (
     relative_errors,
     stream,
 )
+from stochastic_path_follower.baselines import OnlineSGD
 
 
 def _static(K=60, d=16, noise=0.01):
@@ -162,6 +163,14 @@ def test_scenario_dtype_must_match_the_follower(trained):
     f64 = StochasticPathFollower(width=4).to(torch.float64).fit(p64, epochs=1, unroll=4)
     X = torch.stack(list(f64.track(stream(p64), torch.zeros(4, dtype=torch.float64))))
     assert X.dtype == torch.float64 and X.shape == (6, 4)
+
+
+def test_baselines_check_rollout_arguments():
+    prob, g = _drift(), torch.Generator()
+    with pytest.raises(ValueError, match="episodes must be"):
+        OnlineSGD(0.1).rollout(prob, 0, g)
+    with pytest.raises(ValueError, match="steps must be"):
+        OnlineSGD(0.1).rollout(prob, 1, g, start=2, steps=len(prob))
 
 
 def test_bad_input_to_rollout(trained):
