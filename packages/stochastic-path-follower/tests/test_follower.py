@@ -9,6 +9,7 @@ from stochastic_path_follower import (
     relative_errors,
     stream,
 )
+from stochastic_path_follower.baselines import OnlineSGD
 
 
 def _static(K=60, d=16, noise=0.01):
@@ -143,6 +144,45 @@ def test_bad_input_to_fit_and_track(trained):
         list(trained.track(items, torch.full((prob.dim,), float("nan"))))
     with pytest.raises(ValueError, match="shape"):
         list(trained.track(items, torch.zeros(prob.dim + 1)))
+    with pytest.raises(TypeError, match="x0 must be a torch"):
+        list(trained.track(items, np.zeros(prob.dim)))
+    with pytest.raises(TypeError, match="stream must be an iterable"):
+        list(trained.track(5, torch.zeros(prob.dim)))
+    with pytest.raises(TypeError, match="scenarios must be a Scenario or an iterable"):
+        trained.fit(3, epochs=1)
+
+
+def test_scenario_dtype_must_match_the_follower(trained):
+    p64 = DriftingLeastSquares(np.ones((6, 4)), m=2, dtype=torch.float64)
+    with pytest.raises(TypeError, match="cast the follower"):
+        trained.rollout(p64, 1, torch.Generator())
+    with pytest.raises(TypeError, match="cast the follower"):
+        StochasticPathFollower(width=4).fit(p64, epochs=1)
+    with pytest.raises(ValueError, match="need the follower cast"):
+        list(trained.track(stream(p64), torch.zeros(4)))
+    f64 = StochasticPathFollower(width=4).to(torch.float64).fit(p64, epochs=1, unroll=4)
+    X = torch.stack(list(f64.track(stream(p64), torch.zeros(4, dtype=torch.float64))))
+    assert X.dtype == torch.float64 and X.shape == (6, 4)
+
+
+def test_baselines_check_rollout_arguments():
+    prob, g = _drift(), torch.Generator()
+    with pytest.raises(ValueError, match="episodes must be"):
+        OnlineSGD(0.1).rollout(prob, 0, g)
+    with pytest.raises(ValueError, match="steps must be"):
+        OnlineSGD(0.1).rollout(prob, 1, g, start=2, steps=len(prob))
+
+
+def test_bad_input_to_rollout(trained):
+    prob, g = _drift(), torch.Generator()
+    with pytest.raises(ValueError, match="episodes must be"):
+        trained.rollout(prob, -1, g)
+    with pytest.raises(ValueError, match="start must be"):
+        trained.rollout(prob, 1, g, start=len(prob))
+    with pytest.raises(ValueError, match="steps must be"):
+        trained.rollout(prob, 1, g, steps=len(prob) + 1)
+    with pytest.raises(ValueError, match="x0 must be a tensor of shape"):
+        trained.rollout(prob, 2, g, x0=torch.zeros(prob.dim))
 
 
 def test_optimizer_state_dict_round_trip(trained):

@@ -6,6 +6,7 @@ from stochastic_path_follower import (
     DriftingLogistic,
     dynamic_regret,
     relative_errors,
+    stream,
     tracking_error,
 )
 from stochastic_path_follower.experiment import angle_walk
@@ -139,3 +140,48 @@ def test_logistic_bad_input():
         DriftingLogistic(f, lab, [0], reg=0.0)
     with pytest.raises(ValueError, match="NaN"):
         DriftingLogistic(np.full((2, 5, 3), np.nan), lab, [0])
+
+
+def test_scenarios_copy_the_callers_arrays():
+    sig = np.ones((3, 4))
+    prob = DriftingLeastSquares(sig, m=2, dtype=torch.float64)
+    sig[:] = 5.0  # a later change of the caller's array must not reach the scenario
+    assert torch.equal(prob.reference_path(), torch.ones(3, 4, dtype=torch.float64))
+    t = torch.ones(3, 4)
+    DriftingLeastSquares(t, m=2).signal.add_(1.0)
+    assert torch.equal(t, torch.ones(3, 4))
+    f = np.random.default_rng(0).normal(size=(2, 6, 3))
+    lg = DriftingLogistic(f, np.array([1.0, -1, 1, -1, 1, -1]), [0, 1])
+    f[:] = 0.0
+    assert float(lg.features.abs().sum()) > 0
+
+
+def test_bad_dtype_samples_and_streams():
+    with pytest.raises(TypeError, match="dtype must be a floating"):
+        DriftingLeastSquares(np.ones((3, 4)), m=1, dtype=torch.int64)
+    with pytest.raises(TypeError, match="dtype must be a floating"):
+        DriftingLogistic(np.zeros((1, 2, 3)), np.ones(2), [0], dtype="float32")
+    with pytest.raises(TypeError, match="signal must be a numeric"):
+        DriftingLeastSquares("abc", m=1)
+    prob = DriftingLeastSquares(np.ones((3, 4)), m=1)
+    g = torch.Generator()
+    with pytest.raises(ValueError, match="k must be"):
+        prob.sample(3, 1, g)
+    with pytest.raises(ValueError, match="episodes must be"):
+        prob.sample(0, -1, g)
+    with pytest.raises(ValueError, match="episodes must be"):
+        next(stream(prob, episodes=-1))
+    with pytest.raises(TypeError, match="scenario must follow"):
+        next(stream([1, 2, 3]))
+
+
+def test_metrics_bad_input():
+    xs = torch.ones(3, 4)
+    with pytest.raises(TypeError, match="X must be a torch"):
+        tracking_error(np.ones((3, 4)), xs)
+    with pytest.raises(TypeError, match="xstar must be a torch"):
+        relative_errors(xs, [[1.0] * 4] * 3)
+    with pytest.raises(ValueError, match="zero row"):
+        tracking_error(xs, torch.zeros(3, 4))
+    with pytest.raises(TypeError, match="scenario must follow"):
+        dynamic_regret(xs, 5)

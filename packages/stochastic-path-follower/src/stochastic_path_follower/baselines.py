@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from icml26_core.validation import check_float
+from icml26_core.validation import check_float, check_int
 
 from stochastic_path_follower.problems import LeastSquaresBatch, Scenario
 
@@ -32,7 +32,15 @@ class _Tracker:
         start: int = 0,
         steps: int | None = None,
     ) -> torch.Tensor:
-        steps = len(scenario) - start if steps is None else steps
+        """Decisions on ``episodes`` streams from step ``start``, shape (steps, B, d).
+
+        Raises:
+            ValueError: On ``episodes`` < 1 or ``start``/``steps`` outside the scenario.
+        """
+        n = len(scenario)
+        episodes = check_int("episodes", episodes, low=1)
+        start = check_int("start", start, low=0, high=n - 1)
+        steps = n - start if steps is None else check_int("steps", steps, low=1, high=n - start)
         x = torch.zeros(episodes, scenario.dim, dtype=getattr(scenario, "dtype", torch.float32))
         state = self.init(x)
         out = []

@@ -100,9 +100,39 @@ class _LearnedTracker(nn.Module):
         steps: int | None = None,
         x0: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Decisions on ``episodes`` streams of ``scenario`` from step ``start``: (steps, B, d)."""
-        steps = len(scenario) - start if steps is None else steps
-        x = torch.zeros(episodes, scenario.dim, dtype=self._dtype()) if x0 is None else x0
+        """Decisions on ``episodes`` streams of ``scenario`` from step ``start``.
+
+        Args:
+            scenario: A :class:`~stochastic_path_follower.Scenario` of K steps.
+            episodes: Independent streams ``B``, >= 1.
+            generator: The minibatches' random generator.
+            start: First step, in ``[0, K)``.
+            steps: Steps to run, in ``[1, K - start]``; default all that remain.
+            x0: Initial decisions (B, d); default zeros in the follower's dtype.
+
+        Returns:
+            ``X_k`` for the steps run, shape (steps, B, d), with the autograd graph
+            unless called under ``torch.no_grad()``.
+
+        Raises:
+            TypeError: If the scenario's ``dtype`` differs from the follower's.
+            ValueError: On out-of-range ``episodes``, ``start`` or ``steps``, or an
+                ``x0`` that is not a (B, d) tensor.
+        """
+        self._check_scenario_dtype(scenario)
+        n = len(scenario)
+        episodes = check_int("episodes", episodes, low=1)
+        start = check_int("start", start, low=0, high=n - 1)
+        steps = n - start if steps is None else check_int("steps", steps, low=1, high=n - start)
+        if x0 is None:
+            x = torch.zeros(episodes, scenario.dim, dtype=self._dtype())
+        elif not isinstance(x0, torch.Tensor) or tuple(x0.shape) != (episodes, scenario.dim):
+            raise ValueError(
+                f"x0 must be a tensor of shape (episodes, d) = ({episodes}, {scenario.dim}), "
+                f"got {tuple(x0.shape) if isinstance(x0, torch.Tensor) else type(x0).__name__}"
+            )
+        else:
+            x = x0
         state = self.init_state(x, float(scenario.times[start]))
         out = []
         for k in range(start, start + steps):
@@ -114,6 +144,15 @@ class _LearnedTracker(nn.Module):
 
     def _dtype(self) -> torch.dtype:
         return next(self.parameters()).dtype
+
+    def _check_scenario_dtype(self, scenario: Any) -> None:
+        dt = getattr(scenario, "dtype", None)
+        if isinstance(dt, torch.dtype) and dt != self._dtype():
+            raise TypeError(
+                f"the scenario is {dt} but the follower computes in {self._dtype()}: "
+                f"cast the follower with .to({dt}) or build the scenario with "
+                f"dtype={self._dtype()}"
+            )
 
     def fit(
         self,
@@ -147,9 +186,18 @@ class _LearnedTracker(nn.Module):
             ``self``, trained; ``self.history_`` holds the mean loss per epoch.
 
         Raises:
+            TypeError: If ``scenarios`` holds an object that is not a Scenario or one
+                whose ``dtype`` differs from the follower's, or an argument has the
+                wrong type.
             ValueError: On an empty scenario list or out-of-range arguments.
         """
-        scen = [scenarios] if isinstance(scenarios, Scenario) else list(scenarios)
+        try:
+            scen = [scenarios] if isinstance(scenarios, Scenario) else list(scenarios)
+        except TypeError:
+            raise TypeError(
+                "scenarios must be a Scenario or an iterable of them, "
+                f"got {type(scenarios).__name__}"
+            ) from None
         if not scen:
             raise ValueError("scenarios must not be empty")
         for s in scen:
@@ -157,6 +205,8 @@ class _LearnedTracker(nn.Module):
                 raise TypeError(
                     f"scenarios must follow the Scenario protocol, got {type(s).__name__}"
                 )
+        for s in scen:
+            self._check_scenario_dtype(s)
         epochs = check_int("epochs", epochs, low=1)
         episodes = check_int("episodes", episodes, low=1)
         unroll = check_int("unroll", unroll, low=2)
@@ -229,13 +279,23 @@ class _LearnedTracker(nn.Module):
             x0: The initial decision, shape (d,) or (B, d), finite.
 
         Yields:
-            ``X_k``, a new tensor of the shape of ``x0``.
+            ``X_k``, a new tensor of the shape of ``x0``, in the follower's dtype
+            (float32 unless the follower was cast).
 
         Raises:
+            TypeError: If ``x0`` is not a tensor or ``stream`` is not iterable.
             ValueError: On a non-finite ``x0``, a wrong shape, or times that do not increase.
         """
-        if not isinstance(x0, torch.Tensor) or x0.ndim not in (1, 2):
-            raise ValueError("x0 must be a tensor of shape (d,) or (B, d)")
+        if not isinstance(x0, torch.Tensor):
+            raise TypeError(f"x0 must be a torch.Tensor, got {type(x0).__name__}")
+        if x0.ndim not in (1, 2):
+            raise ValueError(f"x0 must have shape (d,) or (B, d), got {tuple(x0.shape)}")
+        try:
+            stream = iter(stream)
+        except TypeError:
+            raise TypeError(
+                f"stream must be an iterable of (t, batch) pairs, got {type(stream).__name__}"
+            ) from None
         if not torch.isfinite(x0).all():
             raise ValueError("x0 contains NaN or inf")
         flat = x0.ndim == 1
@@ -253,7 +313,9 @@ class _LearnedTracker(nn.Module):
                     g0 = batch.grad(x)
                 except RuntimeError as e:
                     raise ValueError(
-                        f"x0 of shape {tuple(x.shape)} does not fit the batches: {e}"
+                        f"x0 of shape {tuple(x.shape)} does not fit the batches: {e} "
+                        f"(the follower computes in {self._dtype()}; batches of another "
+                        "dtype need the follower cast with .to(dtype))"
                     ) from e
                 if g0.shape != x.shape:
                     raise ValueError(

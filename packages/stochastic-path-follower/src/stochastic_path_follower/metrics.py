@@ -10,6 +10,9 @@ __all__ = ["dynamic_regret", "relative_errors", "tracking_error"]
 
 
 def _check_paths(X: torch.Tensor, xstar: torch.Tensor) -> torch.Tensor:
+    for name, v in (("X", X), ("xstar", xstar)):
+        if not isinstance(v, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(v).__name__}")
     if X.ndim == 2:
         X = X[:, None]
     if (
@@ -27,6 +30,13 @@ def _check_paths(X: torch.Tensor, xstar: torch.Tensor) -> torch.Tensor:
     return X
 
 
+def _check_nonzero_rows(xstar: torch.Tensor) -> None:
+    zero = (xstar == 0).all(-1)
+    if zero.any():
+        k = int(torch.nonzero(zero)[0, 0])
+        raise ValueError(f"xstar has a zero row (step k = {k}): the relative error is undefined")
+
+
 def relative_errors(X: torch.Tensor, xstar: torch.Tensor) -> torch.Tensor:
     """``||X_k - x*_k||^2 / ||x*_k||^2`` per step and episode, shape (K, B).
 
@@ -35,9 +45,11 @@ def relative_errors(X: torch.Tensor, xstar: torch.Tensor) -> torch.Tensor:
         xstar: The exact path, (K, d), with no zero row.
 
     Raises:
-        ValueError: On mismatched shapes or a NaN/inf in ``xstar``.
+        TypeError: If ``X`` or ``xstar`` is not a tensor.
+        ValueError: On mismatched shapes, a NaN/inf in ``xstar`` or a zero row of it.
     """
     X = _check_paths(X, xstar)
+    _check_nonzero_rows(xstar)
     den = (xstar * xstar).sum(-1)
     return ((X - xstar[:, None]) ** 2).sum(-1) / den[:, None]
 
@@ -45,14 +57,39 @@ def relative_errors(X: torch.Tensor, xstar: torch.Tensor) -> torch.Tensor:
 def tracking_error(X: torch.Tensor, xstar: torch.Tensor) -> torch.Tensor:
     """Mean relative tracking error ``(1/K) sum_k ||X_k - x*_k||^2 / ||x*_k||^2``, (B,).
 
-    A non-finite decision gives an infinite error.
+    Args:
+        X: Decisions, (K, d) or (K, B, d).
+        xstar: The exact path, (K, d), finite, with no zero row.
+
+    Returns:
+        One error per episode, shape (B,) (B = 1 for a (K, d) ``X``). A non-finite
+        decision gives an infinite error.
+
+    Raises:
+        TypeError: If ``X`` or ``xstar`` is not a tensor.
+        ValueError: As :func:`relative_errors`.
     """
     e = relative_errors(X, xstar).mean(0)
     return torch.where(torch.isfinite(e), e, torch.full_like(e, float("inf")))
 
 
 def dynamic_regret(X: torch.Tensor, scenario: Scenario) -> torch.Tensor:
-    """``sum_k f_k(X_k) - f_k(x*_k)`` with the scenario's population losses, shape (B,)."""
+    """``sum_k f_k(X_k) - f_k(x*_k)`` with the scenario's population losses, shape (B,).
+
+    Args:
+        X: Decisions, (K, d) or (K, B, d), a floating tensor.
+        scenario: The :class:`~stochastic_path_follower.Scenario` they were made on.
+
+    Raises:
+        TypeError: If ``X`` is not a tensor or ``scenario`` not a Scenario.
+        ValueError: On a shape that does not match the scenario's path.
+    """
+    if not isinstance(X, torch.Tensor):
+        raise TypeError(f"X must be a torch.Tensor, got {type(X).__name__}")
+    if not isinstance(scenario, Scenario):
+        raise TypeError(
+            f"scenario must follow the Scenario protocol, got {type(scenario).__name__}"
+        )
     xstar = scenario.reference_path().to(X.dtype)
     X = _check_paths(X, xstar)
     total = torch.zeros(X.shape[1], dtype=X.dtype)

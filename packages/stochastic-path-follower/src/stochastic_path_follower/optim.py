@@ -79,7 +79,22 @@ class SPFOptimizer(torch.optim.Optimizer):
     def step(  # type: ignore[override]
         self, closure: Callable[[], Any] | None = None, t: float | None = None
     ) -> Any:
-        """One update; ``closure`` is required; ``t`` is the batch time (default: step count)."""
+        """One update from the newest minibatch.
+
+        Args:
+            closure: Required: zeroes the gradients, computes the loss on the newest
+                minibatch, calls ``backward`` and returns the loss. Called twice when
+                the follower uses ``hvp`` (after the first step).
+            t: The batch's time, strictly increasing across calls; default the step
+                count ``0, 1, 2, ...``.
+
+        Returns:
+            The closure's loss (at the parameters before the update).
+
+        Raises:
+            ValueError: Without a closure, if ``t`` does not increase, or if the
+                gradient contains NaN or inf.
+        """
         if closure is None:
             raise ValueError("SPFOptimizer.step needs a closure that recomputes the loss")
         params = self._params()

@@ -78,8 +78,21 @@ def _check_times(times: Any, n: int) -> np.ndarray:
     return t
 
 
+def _check_dtype(dtype: Any) -> torch.dtype:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
+    return dtype
+
+
+def _check_step(k: Any, n: int) -> int:
+    return check_int("k", k, low=0, high=n - 1)
+
+
 def _finite_2d(name: str, a: Any, dtype: torch.dtype) -> torch.Tensor:
-    t = torch.as_tensor(np.asarray(a), dtype=dtype)
+    try:
+        t = torch.as_tensor(np.asarray(a), dtype=dtype).clone()  # never share the caller's
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(f"{name} must be a numeric array, got {type(a).__name__}: {e}") from e
     if t.ndim != 2 or t.shape[0] < 1 or t.shape[1] < 1:
         raise ValueError(f"{name} must be a non-empty 2-D array, got shape {tuple(t.shape)}")
     if not torch.isfinite(t).all():
@@ -121,6 +134,7 @@ class DriftingLeastSquares:
         dtype: Floating dtype of the tensors.
 
     Raises:
+        TypeError: On a non-numeric signal, a non-integer m, or a non-floating dtype.
         ValueError: On a non-2-D or non-finite signal, m < 1, negative noise, or
             times that are not strictly increasing.
     """
@@ -133,6 +147,7 @@ class DriftingLeastSquares:
         times: Any = None,
         dtype: torch.dtype = torch.float32,
     ) -> None:
+        dtype = _check_dtype(dtype)
         self.signal = _finite_2d("signal", signal, dtype)
         self.m = check_int("m", m, low=1)
         self.noise = check_float("noise", noise, low=0.0)
@@ -144,7 +159,12 @@ class DriftingLeastSquares:
         return int(self.signal.shape[0])
 
     def sample(self, k: int, episodes: int, generator: torch.Generator) -> LeastSquaresBatch:
-        """A minibatch from ``P_k`` for each of ``episodes`` independent streams."""
+        """A minibatch from ``P_k`` for each of ``episodes`` independent streams.
+
+        Raises:
+            ValueError: If ``k`` is outside ``[0, K)`` or ``episodes`` < 0.
+        """
+        k, episodes = _check_step(k, len(self)), check_int("episodes", episodes, low=0)
         B, m, d = episodes, self.m, self.dim
         A = torch.randn(B, m, d, generator=generator, dtype=self.dtype) / m**0.5
         e = torch.randn(B, m, generator=generator, dtype=self.dtype) * self.noise
@@ -187,19 +207,26 @@ class LogisticBatch:
 
 
 def _logistic_fit(a: np.ndarray, s: np.ndarray, reg: float, tol: float = 1e-12) -> np.ndarray:
-    """Newton's method for ``mean softplus(-s a x) + 0.5 reg ||x||^2`` in float64."""
-    n, d = a.shape
-    x = np.zeros(d)
+    """Newton's method for ``mean softplus(-s a x) + 0.5 reg ||x||^2`` in float64.
+
+    In torch, so that it runs on torch's thread pool (``torch.set_num_threads``): numpy's
+    OpenBLAS starts one thread per core and, on a busy machine, spent 8x the CPU time.
+    """
+    A = torch.as_tensor(a, dtype=torch.float64)
+    S = torch.as_tensor(s, dtype=torch.float64)
+    n, d = A.shape
+    eye = torch.eye(d, dtype=torch.float64)
+    x = torch.zeros(d, dtype=torch.float64)
     for _ in range(100):
-        z = s * (a @ x)
-        p = 1.0 / (1.0 + np.exp(z))  # sigmoid(-z)
-        g = -(a.T @ (s * p)) / n + reg * x
-        if np.linalg.norm(g) < tol:
+        z = S * (A @ x)
+        p = torch.sigmoid(-z)
+        g = -(A.T @ (S * p)) / n + reg * x
+        if float(torch.linalg.vector_norm(g)) < tol:
             break
         w = p * (1.0 - p)
-        H = (a.T * w) @ a / n + reg * np.eye(d)
-        x = x - np.linalg.solve(H, g)
-    return x
+        H = (A.T * w) @ A / n + reg * eye
+        x = x - torch.linalg.solve(H, g)
+    return x.numpy()
 
 
 class DriftingLogistic:
@@ -221,6 +248,7 @@ class DriftingLogistic:
         dtype: Floating dtype of the tensors.
 
     Raises:
+        TypeError: On non-numeric features or a non-floating dtype.
         ValueError: On mismatched shapes, labels outside {-1, +1}, NaN or inf,
             batch < 1, reg <= 0, a state out of range, or non-increasing times.
     """
@@ -235,19 +263,29 @@ class DriftingLogistic:
         times: Any = None,
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        f = np.asarray(features, dtype=np.float64)
+        dtype = _check_dtype(dtype)
+        try:  # a copy: later changes to the caller's array must not reach the fits
+            f = np.array(features, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"features must be a numeric array: {e}") from e
         if f.ndim != 3 or min(f.shape) < 1:
             raise ValueError(f"features must have shape (S, n, d), got {f.shape}")
         if not np.all(np.isfinite(f)):
             raise ValueError("features contains NaN or inf")
-        lab = np.asarray(labels, dtype=np.float64)
+        try:
+            lab = np.array(labels, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"labels must be a numeric array: {e}") from e
         if lab.shape != (f.shape[1],):
             raise ValueError(f"labels must have shape ({f.shape[1]},), got {lab.shape}")
         if not np.all(np.isin(lab, (-1.0, 1.0))):
             raise ValueError("labels must be -1 or +1")
         st = np.asarray(state)
         if st.ndim != 1 or st.size < 1 or not np.issubdtype(st.dtype, np.integer):
-            raise ValueError(f"state must be a non-empty 1-D integer array, got {st.dtype}")
+            raise ValueError(
+                "state must be a non-empty 1-D integer array, "
+                f"got shape {st.shape} and dtype {st.dtype}"
+            )
         if st.min() < 0 or st.max() >= f.shape[0]:
             raise ValueError(f"state values must lie in [0, {f.shape[0]}), got {st.min()}..")
         self.batch = check_int("batch", batch, low=1)
@@ -272,7 +310,12 @@ class DriftingLogistic:
         return self._fits[s]
 
     def sample(self, k: int, episodes: int, generator: torch.Generator) -> LogisticBatch:
-        """A minibatch from ``P_k`` for each of ``episodes`` independent streams."""
+        """A minibatch from ``P_k`` for each of ``episodes`` independent streams.
+
+        Raises:
+            ValueError: If ``k`` is outside ``[0, K)`` or ``episodes`` < 0.
+        """
+        k, episodes = _check_step(k, len(self)), check_int("episodes", episodes, low=0)
         data = self.features[int(self.state[k])]
         idx = torch.randint(0, data.shape[0], (episodes, self.batch), generator=generator)
         return LogisticBatch(data[idx], self.labels[idx], self.reg)
@@ -305,7 +348,23 @@ class DriftingLogistic:
 def stream(
     scenario: Scenario, seed: int = 0, episodes: int = 1
 ) -> Iterator[tuple[float, Minibatch]]:
-    """The minibatches of ``scenario`` in time order, as ``(t_k, batch_k)`` pairs."""
+    """The minibatches of ``scenario`` in time order, as ``(t_k, batch_k)`` pairs.
+
+    Args:
+        scenario: A :class:`Scenario`.
+        seed: Seed of the minibatches.
+        episodes: Independent streams side by side, >= 1: each batch's ``grad`` then
+            takes decisions of shape (episodes, d).
+
+    Raises:
+        TypeError: If ``scenario`` does not follow the :class:`Scenario` protocol.
+        ValueError: If ``episodes`` < 1.
+    """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(
+            f"scenario must follow the Scenario protocol, got {type(scenario).__name__}"
+        )
+    episodes = check_int("episodes", episodes, low=1)
     g = torch.Generator().manual_seed(int(seed))
     for k in range(len(scenario)):
         yield float(scenario.times[k]), scenario.sample(k, episodes, g)
