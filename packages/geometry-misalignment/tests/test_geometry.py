@@ -102,3 +102,5 @@ def test_misalignment_bad_input():
         misalignment(lin, torch.ones(4, 3), n_iter=0)
     with pytest.raises(TypeError, match="params"):
         misalignment(lambda x: x, torch.ones(4, 3))
+    with pytest.raises(TypeError, match="params"):
+        misalignment(lin, torch.ones(4, 3), params=lin.weight)  # a tensor, not a list

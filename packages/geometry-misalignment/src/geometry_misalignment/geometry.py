@@ -52,12 +52,15 @@ class MetricOperator:
         params: The parameters (tensors with ``requires_grad``) that G is taken over.
 
     Raises:
-        TypeError, ValueError: On outputs that are not a finite tensor depending on the
+        TypeError: If ``outputs`` is not a tensor or ``params`` is a single tensor.
+        ValueError: On outputs that are not finite, that do not depend on any of the
             parameters, or an empty parameter list.
     """
 
     def __init__(self, outputs: Tensor, params: Sequence[Tensor]) -> None:
         self.outputs = _check_outputs(outputs)
+        if isinstance(params, Tensor):
+            raise TypeError("params must be a sequence of tensors, not a single tensor: pass [p]")
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
             raise ValueError("params must contain at least one tensor with requires_grad")
@@ -68,6 +71,9 @@ class MetricOperator:
         jt_u = torch.autograd.grad(
             outputs, self.params, self._u, create_graph=True, allow_unused=True
         )
+        if all(g is None for g in jt_u):
+            # G would be zero: a damped solve would then step by grad / damping
+            raise ValueError("outputs do not depend on any of params (no autograd path)")
         self._jt_u = [
             torch.zeros_like(p) if g is None else g for g, p in zip(jt_u, self.params, strict=True)
         ]
@@ -200,8 +206,10 @@ def misalignment(
         ``kappa >= 1`` (a float; ``inf`` if G is zero).
 
     Raises:
-        TypeError, ValueError: On a non-tensor, empty or non-finite ``x``, or a model
-            without trainable parameters.
+        TypeError, ValueError: On a non-tensor, empty or non-finite ``x``, a model
+            without trainable parameters, ``params`` given as a single tensor, or outputs
+            that do not depend on ``params``. Errors of ``model(x)`` itself (a wrong
+            input shape or dtype) come from the model (torch's ``RuntimeError``).
     """
     if not isinstance(x, Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
@@ -209,6 +217,8 @@ def misalignment(
         raise ValueError(f"x must have a non-empty sample dimension, got {tuple(x.shape)}")
     if x.is_floating_point() and not bool(torch.isfinite(x).all()):
         raise ValueError("x contains NaN or inf")
+    if isinstance(params, Tensor):
+        raise TypeError("params must be a sequence of tensors, not a single tensor: pass [p]")
     if params is None:
         if not isinstance(model, nn.Module):
             raise TypeError("params is required when model is not an nn.Module")

@@ -37,8 +37,15 @@ def conjugate_gradient(
 ) -> tuple[Tensor, int, float]:
     """Solve ``A s = b`` for symmetric positive definite ``A`` by conjugate gradients.
 
+    Args:
+        matvec: ``v -> A v`` for vectors shaped like ``b``.
+        b: Right-hand side, a 1-D tensor (float64 in the optimizers).
+        max_iter: Most iterations; CG stops early if ``d^T A d <= 0`` (A not positive
+            definite along a direction).
+        rtol: Stop at ``|r| <= rtol |b|``.
+
     Returns:
-        ``(s, iterations, relative residual)``.
+        ``(s, iterations, relative residual)``; ``s`` has ``b``'s shape and dtype.
     """
     s = torch.zeros_like(b)
     r = b.clone()
