@@ -283,7 +283,7 @@ def test_add_param_group_is_checked_like_init():
         opt.add_param_group({"params": [torch.zeros(3, 3, dtype=torch.long)]})
     assert len(opt.param_groups) == 1  # a refused group is not kept
     opt.add_param_group({"params": [torch.zeros(3, 3, requires_grad=True)], "lr": 0.5})
-    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["tau"] == 0.1
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["tau"] == 0.1  # exact: stored
 
 
 def test_foam_names_delta0_and_profile_must_be_a_bool():
