@@ -203,6 +203,20 @@ def _run_task(ctx: RunContext, task: Task, seeds: list[int], sweep: bool) -> dic
         for k, v in vals.items():
             d.setdefault(k, []).append(float(v))
 
+    def add_paso(method: str, model: Any, res: Any, wall: float, x_seq: Any) -> None:
+        """A PASO row: test loss and accuracy, rounds, and the deviation from sequential."""
+        loss, acc = _test_loss(model, task)
+        add(
+            method,
+            loss=loss,
+            acc=acc,
+            rounds=res.rounds,
+            reduction=res.step_reduction,
+            grads=res.grad_evals,
+            wall=wall,
+            dev=float((res.params - x_seq).norm() / x_seq.norm()),
+        )
+
     T = task.steps
     for seed in ctx.progress(seeds, f"{task.name}: seeds"):
         bf = _batch_fn(task, seed)
@@ -233,18 +247,7 @@ def _run_task(ctx: RunContext, task: Task, seeds: list[int], sweep: bool) -> dic
             dev=0.0,
         )
         model, res, wall = runs["paso"]
-        loss, acc = _test_loss(model, task)
-        dev = float((res.params - x_seq).norm() / x_seq.norm())
-        add(
-            f"PASO P={P_MAIN} tol={TOL_MAIN:g}",
-            loss=loss,
-            acc=acc,
-            rounds=res.rounds,
-            reduction=res.step_reduction,
-            grads=res.grad_evals,
-            wall=wall,
-            dev=dev,
-        )
+        add_paso(f"PASO P={P_MAIN} tol={TOL_MAIN:g}", model, res, wall, x_seq)
         rounds = res.rounds
 
         # large-batch Adam: P batches per step, lr x sqrt(P), as many steps as PASO rounds
@@ -296,18 +299,7 @@ def _run_task(ctx: RunContext, task: Task, seeds: list[int], sweep: bool) -> dic
             for label, P, tol, ema in SWEEP:
                 t0 = time.perf_counter()
                 m, r = _paso(task, seed, T, P, tol, ema)
-                wall = time.perf_counter() - t0
-                loss, acc = _test_loss(m, task)
-                add(
-                    f"PASO {label}",
-                    loss=loss,
-                    acc=acc,
-                    rounds=r.rounds,
-                    reduction=r.step_reduction,
-                    grads=r.grad_evals,
-                    wall=wall,
-                    dev=float((r.params - x_seq).norm() / x_seq.norm()),
-                )
+                add_paso(f"PASO {label}", m, r, time.perf_counter() - t0, x_seq)
     return rows
 
 
