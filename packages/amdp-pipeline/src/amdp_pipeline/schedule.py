@@ -99,7 +99,8 @@ class Action:
         worker: The worker (device/rank) that runs it; -1 for ``"U"`` (all replicas).
         stage: Stage index in ``[0, S)``.
         pipeline: Pipeline index in ``[0, K)``; -1 for ``"U"``.
-        minibatch: Global minibatch index (step ``minibatch // m``); -1 for ``"U"``.
+        minibatch: Global minibatch index (step ``minibatch // m``); for ``"U"``, the
+            minibatch whose backward completed the update.
         start: Start time (units of the cost dictionary).
         end: End time.
         version: Number of updates the stage had received when the action started; for
@@ -388,7 +389,7 @@ def _run_scheduler(sched: Schedule, *, b_first: bool) -> None:  # noqa: C901
                     applied = done_b[j][step[i]] == m
                 if applied:
                     version[j] += 1
-                    actions.append(Action("U", -1, j, -1, -1, t, t, version[j], version[j],
+                    actions.append(Action("U", -1, j, -1, i, t, t, version[j], version[j],
                                           False, seq))
                     seq += 1
     sched.actions = actions
