@@ -58,17 +58,18 @@ class EmulationResult:
 class Emulator:
     """Run a :class:`~amdp_pipeline.Schedule`'s actions in one process, in commit order.
 
-    Each F runs its stage under ``no_grad`` with the weights it finds and stores its
-    input; each B recomputes its stage's forward from the stored input, with the current
-    weights (no stashing: a B that meets newer weights than its F back-propagates
-    through the newer ones) or with the F's stashed weights (``schedule.stash``), then
-    back-propagates the gradient from the next stage (the loss at the last stage).
+    Each F runs its stage with the weights it finds and keeps its input and graph; each B
+    back-propagates the gradient from the next stage (the loss at the last stage)
+    through that graph when the stage's weights have not changed since the F. When they
+    have, it recomputes the stage's forward from the stored input first: with the
+    current weights (no stashing: the B back-propagates through the newer weights) or
+    with the F's stashed weights (``schedule.stash``).
     Parameter gradients are summed per update (per step: losses scaled by ``1/m``;
     PipeDream: one minibatch per update, unscaled), and a ``"U"`` action applies them
     with that stage's optimizer. Replicas of a stage in different pipelines hold equal
     weights at every moment (they update together with summed gradients), so one copy
-    per stage is exact. Recomputing every forward in B costs time, not exactness:
-    without dropout the result equals back-propagating through the stored graph.
+    per stage is exact (for stages without randomness such as dropout, whose recomputed
+    forward would draw new masks).
 
     Args:
         stages: S modules; stage j maps the output of stage j-1 (the minibatch input
@@ -157,6 +158,8 @@ class Emulator:
         inputs: dict[tuple[int, int], Any] = {}
         outputs: dict[tuple[int, int], Any] = {}
         grads_in: dict[tuple[int, int], torch.Tensor] = {}
+        graphs: dict[tuple[int, int], tuple[Any, Any]] = {}
+        a_f_version: dict[tuple[int, int], int] = {}
         buffers: list[dict[int, list[torch.Tensor]]] = [{} for _ in range(s)]
         stash: list[dict[int, dict[str, torch.Tensor]]] = [{} for _ in range(s)]
         stash_users: list[dict[int, int]] = [{} for _ in range(s)]
@@ -169,29 +172,36 @@ class Emulator:
             if a.kind == "F":
                 x = data[i][0] if j == 0 else outputs.pop((i, j - 1))
                 inputs[(i, j)] = x
+                a_f_version[(i, j)] = version[j]
                 if sch.stash:
                     if version[j] not in stash[j]:
                         stash[j][version[j]] = {
                             n: p.detach().clone() for n, p in stage.named_parameters()
                         }
                     stash_users[j][version[j]] = stash_users[j].get(version[j], 0) + 1
-                with torch.no_grad():
-                    outputs[(i, j)] = stage(x)
+                with torch.enable_grad():
+                    xin = x.detach().requires_grad_() if x.is_floating_point() else x
+                    out = stage(xin)
+                graphs[(i, j)] = (xin, out)
+                outputs[(i, j)] = out.detach()
             elif a.kind == "B":
                 x = inputs.pop((i, j))
+                xin, out = graphs.pop((i, j))
+                f_version = a_f_version.pop((i, j))
                 if j == s - 1:
                     outputs.pop((i, j), None)
                 params = [p for p in stage.parameters()]
                 use_stash = sch.stash and a.weights != version[j]
                 with torch.enable_grad():
-                    xin = x.detach().requires_grad_() if x.is_floating_point() else x
-                    if use_stash:
+                    wrt = params
+                    if use_stash:  # the F's weights, from the stash
                         wts = {n: w.requires_grad_() for n, w in stash[j][a.weights].items()}
+                        xin = x.detach().requires_grad_() if x.is_floating_point() else x
                         out = torch.func.functional_call(stage, wts, (xin,))
                         wrt = [wts[n] for n in self._names[j]]
-                    else:
+                    elif a.weights != f_version:  # newer weights: recompute
+                        xin = x.detach().requires_grad_() if x.is_floating_point() else x
                         out = stage(xin)
-                        wrt = params
                     if j == s - 1:
                         loss = self.loss_fn(out, data[i][1])
                         res.losses[i] = float(loss.detach())
