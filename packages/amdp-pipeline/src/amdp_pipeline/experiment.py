@@ -48,7 +48,7 @@ def _cfg(ctx: RunContext) -> dict[str, Any]:
         "m": 4,
         "batch": 4,
         "seq": ctx.pick(smoke=16, default=32, full=64),
-        "steps": ctx.pick(smoke=2, default=40, full=150),
+        "steps": ctx.pick(smoke=2, default=30, full=150),
         "seeds": ctx.pick(smoke=2, default=5, full=10),
         "eval_batches": ctx.pick(smoke=1, default=8, full=32),
         "sim_steps": ctx.pick(smoke=3, default=8, full=16),
