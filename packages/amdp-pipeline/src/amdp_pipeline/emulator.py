@@ -130,7 +130,7 @@ class Emulator:
         self.optimizers = [optimizer_factory(list(st.parameters())) for st in stages]
         self._names = [[n for n, _ in st.named_parameters()] for st in stages]
 
-    def run(self, minibatches: Iterable[tuple[Any, Any]]) -> EmulationResult:  # noqa: C901
+    def run(self, minibatches: Iterable[tuple[Any, Any]]) -> EmulationResult:
         """Execute the whole schedule on ``minibatches``.
 
         Args:
@@ -218,7 +218,10 @@ class Emulator:
                 if j > 0:
                     grads_in[(i, j)] = g[-1]
                 key = i if every else sch.step_of(i)
-                pg = [torch.zeros_like(p) if gi is None else gi for p, gi in zip(params, g)]
+                pg = [
+                    torch.zeros_like(p) if gi is None else gi
+                    for p, gi in zip(params, g, strict=False)
+                ]
                 buf = buffers[j].get(key)
                 if buf is None:
                     buffers[j][key] = pg

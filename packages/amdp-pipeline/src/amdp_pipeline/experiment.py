@@ -131,7 +131,7 @@ def _stage_costs(cfg: dict[str, Any], train: Any) -> dict[str, float]:
     return {"F": float(np.median(tf)), "B": float(np.median(tb))}
 
 
-def run(ctx: RunContext) -> Result:  # noqa: C901
+def run(ctx: RunContext) -> Result:
     """Measure the four claims at ``ctx.scale`` and decide them with the core's builders."""
     import torch
     from icml26_core.datasets import load_text

@@ -189,9 +189,7 @@ def _costs(cost: Mapping[str, Any] | None, s: int) -> dict[str, list[float]]:
         vals = list(value) if isinstance(value, Sequence) else [value] * s
         if len(vals) != s:
             raise ValueError(f"cost[{key!r}] must be a number or {s} numbers, got {len(vals)}")
-        out[key] = [
-            check_float(f"cost[{key!r}]", v, low=0.0, low_inclusive=False) for v in vals
-        ]
+        out[key] = [check_float(f"cost[{key!r}]", v, low=0.0, low_inclusive=False) for v in vals]
     return out
 
 
@@ -244,9 +242,7 @@ def make_schedule(
         raise ValueError(f"n_pipelines must be 1 for method {method!r}, got {k_all}")
     m = check_int("minibatches_per_step", minibatches_per_step, low=1)
     if m % k_all:
-        raise ValueError(
-            f"minibatches_per_step ({m}) must be divisible by n_pipelines ({k_all})"
-        )
+        raise ValueError(f"minibatches_per_step ({m}) must be divisible by n_pipelines ({k_all})")
     n_steps = check_int("n_steps", n_steps, low=1)
     costs = _costs(cost, s)
     rules = dict(_RULES[method])
@@ -275,7 +271,7 @@ def make_schedule(
     return sched
 
 
-def _run_scheduler(sched: Schedule, *, b_first: bool) -> None:  # noqa: C901
+def _run_scheduler(sched: Schedule, *, b_first: bool) -> None:
     s, m, k_all = sched.n_stages, sched.minibatches_per_step, sched.n_pipelines
     n = sched.n_minibatches
     update, limit = sched.update, sched.max_inflight
@@ -292,8 +288,10 @@ def _run_scheduler(sched: Schedule, *, b_first: bool) -> None:  # noqa: C901
     f_ver: dict[tuple[int, int], int] = {}
     ready_f: list[set[int]] = [set() for _ in range(s)]  # stage -> minibatches whose F(j) can go
     ready_b: list[set[int]] = [set() for _ in range(s)]
-    hosted = [[(k, j) for k in range(k_all) for j in range(s) if sched.placement[k][j] == w]
-              for w in range(s)]
+    hosted = [
+        [(k, j) for k in range(k_all) for j in range(s) if sched.placement[k][j] == w]
+        for w in range(s)
+    ]
     busy_until = [0.0] * s
     events: list[tuple[float, int, int, str, int, int]] = []  # (time, order, worker, kind, mb, j)
     counter = 0
@@ -389,8 +387,9 @@ def _run_scheduler(sched: Schedule, *, b_first: bool) -> None:  # noqa: C901
                     applied = done_b[j][step[i]] == m
                 if applied:
                     version[j] += 1
-                    actions.append(Action("U", -1, j, -1, i, t, t, version[j], version[j],
-                                          False, seq))
+                    actions.append(
+                        Action("U", -1, j, -1, i, t, t, version[j], version[j], False, seq)
+                    )
                     seq += 1
     sched.actions = actions
 
@@ -495,7 +494,8 @@ def simulate(schedule: Schedule) -> SimulationResult:
                 mism[i // m][j] += 1
     ups = [a for a in schedule.actions if a.kind == "U"]
     consistent = all(
-        [a.version for a in ups if a.stage == j] == list(range(1, 1 + sum(u.stage == j for u in ups)))
+        [a.version for a in ups if a.stage == j]
+        == list(range(1, 1 + sum(u.stage == j for u in ups)))
         for j in range(s)
     )
     step_ends = [a.end for a in ups if a.stage == 0]
