@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from icml26_core.timing import compare_times
-
 from amdp_pipeline import Emulator, make_schedule, simulate
+from icml26_core.timing import compare_times
 
 METHODS = ("gpipe", "1f1b", "2bw", "pipedream", "amdp")
 
