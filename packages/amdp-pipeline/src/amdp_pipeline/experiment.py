@@ -56,10 +56,10 @@ def _cfg(ctx: RunContext) -> dict[str, Any]:
     }
 
 
-def _model(seed: int) -> Any:
+def _model(seed: int, device: Any = "cpu") -> Any:
     from icml26_core.lm import tiny_llama
 
-    return tiny_llama("1M", vocab_size=256, seed=seed, tie_word_embeddings=False)
+    return tiny_llama("1M", vocab_size=256, seed=seed, tie_word_embeddings=False, device=device)
 
 
 def _train(cfg: dict[str, Any], method: str, seed: int, train: Any, val: Any) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def _train(cfg: dict[str, Any], method: str, seed: int, train: Any, val: Any) ->
 
     from amdp_pipeline import Emulator, make_schedule, simulate, split_llama
 
-    model = _model(seed)
+    model = _model(seed, train.device)
     stages = split_llama(model, cfg["stages"])
     sched = make_schedule(cfg["stages"], None, cfg["m"], method=method, n_steps=cfg["steps"])
     gen = torch.Generator().manual_seed(10_000 + seed)
@@ -97,11 +97,15 @@ def _train(cfg: dict[str, Any], method: str, seed: int, train: Any, val: Any) ->
     }
 
 
-def _floor(cfg: dict[str, Any], seed: int, val: Any) -> float:
+def _floor(cfg: dict[str, Any], seed: int, val: Any, device: Any) -> float:
     from icml26_core.lm import evaluate_loss
 
     return evaluate_loss(
-        _model(seed), val, batch_size=16, seq_len=cfg["seq"], max_batches=cfg["eval_batches"]
+        _model(seed, device),
+        val,
+        batch_size=16,
+        seq_len=cfg["seq"],
+        max_batches=cfg["eval_batches"],
     )
 
 
@@ -112,18 +116,22 @@ def _stage_costs(cfg: dict[str, Any], train: Any) -> dict[str, float]:
 
     from amdp_pipeline import split_llama
 
-    stages = split_llama(_model(0), cfg["stages"])
+    stages = split_llama(_model(0, train.device), cfg["stages"])
     b = sample_batch(train, cfg["batch"], cfg["seq"], torch.Generator().manual_seed(0))
     with torch.no_grad():
         h = stages[0](b[:, :-1])
     mid = stages[1]
+    sync = torch.cuda.synchronize if h.is_cuda else (lambda: None)
     tf, tb = [], []
     for rep in range(12):
         x = h.detach().requires_grad_()
+        sync()
         t0 = time.perf_counter()
         y = mid(x)
+        sync()
         t1 = time.perf_counter()
         y.backward(torch.ones_like(y))
+        sync()
         t2 = time.perf_counter()
         if rep >= 2:  # warm-up
             tf.append(t1 - t0)
@@ -135,6 +143,7 @@ def run(ctx: RunContext) -> Result:
     """Measure the four claims at ``ctx.scale`` and decide them with the core's builders."""
     import torch
     from icml26_core.datasets import load_text
+    from icml26_core.device import torch_device
 
     from amdp_pipeline import default_n_pipelines, make_schedule, simulate
 
@@ -143,14 +152,15 @@ def run(ctx: RunContext) -> Result:
     try:
         cfg = _cfg(ctx)
         corpus = load_text("shakespeare")
-        train = torch.as_tensor(corpus.tokens("train").astype(np.int64))
+        device = torch_device(ctx.device)
+        train = torch.as_tensor(corpus.tokens("train").astype(np.int64), device=device)
         val = corpus.tokens("validation")
         seeds = list(range(cfg["seeds"]))
         runs: dict[str, list[dict[str, Any]]] = {m: [] for m in CONV_METHODS}
         for seed in ctx.progress(seeds, "seeds (4 schedules each)"):
             for method in CONV_METHODS:
                 runs[method].append(_train(cfg, method, seed, train, val))
-        floor = [_floor(cfg, s, val) for s in seeds]
+        floor = [_floor(cfg, s, val, train.device) for s in seeds]
         tokens = cfg["steps"] * cfg["m"] * cfg["batch"] * cfg["seq"]
         conv = Table(
             f"tiny_llama 1M (untied head) in 4 stages on Shakespeare bytes: {cfg['steps']} "
