@@ -360,7 +360,7 @@ def _run_scheduler(sched: Schedule, *, b_first: bool) -> None:
             counter += 1
             progressed = True
         if progressed:
-            continue  # another worker may have become eligible at the same time (no)
+            continue  # re-admit and retry: the started actions may free nothing, then time moves
         if not events:  # pragma: no cover - a deadlock would be a bug in the rules
             raise RuntimeError(f"schedule deadlocked at t={t} ({n_done}/{total} actions)")
         t = events[0][0]
