@@ -113,7 +113,9 @@ def test_solve_keeps_the_best_start_per_preference():
         for p in range(3):
             all_tours, _ = rollout(pmsa, x[b : b + 1], lam[p : p + 1])
             best = scalarize(tour_costs(x[b : b + 1], all_tours), lam[p]).min()
-            assert float(scalarize(torch.as_tensor(obj[b, p]), lam[p])) == pytest.approx(float(best))
+            assert float(scalarize(torch.as_tensor(obj[b, p]), lam[p])) == pytest.approx(
+                float(best)
+            )
 
 
 @pytest.mark.parametrize(

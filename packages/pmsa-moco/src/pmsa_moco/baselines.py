@@ -41,10 +41,8 @@ def ws_lkh(coords: Any, prefs: Any, *, runs: int = 1, scale: float = 1000.0) -> 
     return tour_costs(x.unsqueeze(0), np.asarray(tours)[None])[0].numpy()
 
 
-def nsga2(
-    coords: Any, *, pop_size: int = 100, n_gen: int = 500, seed: int = 0
-) -> np.ndarray:
-    """pymoo NSGA-II with permutation operators (random sampling, order crossover, inversion).
+def nsga2(coords: Any, *, pop_size: int = 100, n_gen: int = 500, seed: int = 0) -> np.ndarray:
+    """NSGA-II (pymoo) with permutation operators (random sampling, order crossover, inversion).
 
     Args:
         coords: ``(n, 2M)`` one instance.

@@ -137,7 +137,9 @@ class PMSAModel(nn.Module):
         de = self.d_edge or None
         self.node_embed = nn.Linear(2 * n_obj, d_model)
         self.pref_embed = nn.Linear(n_obj, d_model)
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, de) for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, de) for _ in range(n_layers)
+        )
         # decoder
         self.ctx_graph = nn.Linear(d_model, d_model, bias=False)
         self.ctx_first = nn.Linear(d_model, d_model, bias=False)

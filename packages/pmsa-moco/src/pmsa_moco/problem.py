@@ -80,7 +80,10 @@ def check_prefs(prefs: Any, n_obj: int, name: str = "prefs", atol: float = 1e-5)
         raise ValueError(f"{name} must be nonnegative, got min {float(p.min()):.3g}")
     sums = p.sum(-1)
     if bool(((sums - 1).abs() > atol).any()):
-        raise ValueError(f"every row of {name} must sum to 1, got sums in [{float(sums.min()):.6g}, {float(sums.max()):.6g}]")
+        raise ValueError(
+            f"every row of {name} must sum to 1, got sums in "
+            f"[{float(sums.min()):.6g}, {float(sums.max()):.6g}]"
+        )
     return p
 
 
@@ -121,9 +124,11 @@ def uniform_prefs(n_prefs: int, n_obj: int = 2) -> np.ndarray:
             return np.array([[0.5, 0.5]])
         a = np.linspace(0.0, 1.0, n_prefs)
         return np.stack([a, 1.0 - a], axis=1)
-    h = int(round((np.sqrt(8 * n_prefs + 1) - 3) / 2))
+    h = round((np.sqrt(8 * n_prefs + 1) - 3) / 2)
     if (h + 1) * (h + 2) // 2 != n_prefs:
-        raise ValueError(f"n_prefs must be a triangular number (H+1)(H+2)/2 for n_obj = 3, got {n_prefs}")
+        raise ValueError(
+            f"n_prefs must be a triangular number (H+1)(H+2)/2 for n_obj = 3, got {n_prefs}"
+        )
     pts = [(i / h, j / h, (h - i - j) / h) for i in range(h + 1) for j in range(h + 1 - i)]
     return np.asarray(pts, dtype=float)
 
@@ -164,7 +169,9 @@ def tour_costs(coords: Any, tours: Any) -> torch.Tensor:
     if t.dim() != 3 or t.shape[0] != b or t.shape[2] != n:
         raise ValueError(f"tours must have shape (B, P, n) = ({b}, P, {n}), got {tuple(t.shape)}")
     p = t.shape[1]
-    pts = torch.gather(x.unsqueeze(1).expand(b, p, n, two_m), 2, t.unsqueeze(-1).expand(b, p, n, two_m))
+    pts = torch.gather(
+        x.unsqueeze(1).expand(b, p, n, two_m), 2, t.unsqueeze(-1).expand(b, p, n, two_m)
+    )
     nxt = pts.roll(-1, dims=2)
     seg = (pts - nxt).view(b, p, n, two_m // 2, 2).pow(2).sum(-1).sqrt()  # (B, P, n, M)
     out = seg.sum(2)
@@ -230,7 +237,9 @@ def pareto_front(objectives: Any) -> np.ndarray:
 
 
 def _as_front(points: Any, name: str) -> np.ndarray:
-    f = np.asarray(points.detach().cpu() if isinstance(points, torch.Tensor) else points, dtype=float)
+    f = np.asarray(
+        points.detach().cpu() if isinstance(points, torch.Tensor) else points, dtype=float
+    )
     if f.ndim != 2 or f.shape[0] < 1 or f.shape[1] < 1:
         raise ValueError(f"{name} must be a non-empty (N, M) array, got shape {f.shape}")
     if not np.isfinite(f).all():
@@ -298,7 +307,9 @@ def hypervolume(F: Any, ref: Any, ideal: Any | None = None) -> float:
     if ideal is not None:
         z = np.asarray(ideal, dtype=float).reshape(-1)
         if z.shape != r.shape or not np.all(z < r):
-            raise ValueError(f"ideal must have {r.shape[0]} entries, each below ref, got {z.tolist()}")
+            raise ValueError(
+                f"ideal must have {r.shape[0]} entries, each below ref, got {z.tolist()}"
+            )
         vol /= float(np.prod(r - z))
     return float(vol)
 
@@ -339,7 +350,7 @@ class MOTSPEnv:
         self.reset()
 
     def reset(self, start: torch.Tensor | None = None) -> None:
-        """Start each rollout at ``start`` (``(B, P)`` long; default rollout ``p`` at node ``p mod n``)."""
+        """Start each rollout at ``start`` (``(B, P)`` long; default: rollout p at node p mod n)."""
         b, p, n = self.batch, self.n_rollouts, self.n_nodes
         dev = self.coords.device
         if start is None:
@@ -355,7 +366,7 @@ class MOTSPEnv:
 
     @property
     def mask(self) -> torch.Tensor:
-        """bool ``(B, P, n)``: True where a node may be visited next."""
+        """Bool ``(B, P, n)``: True where a node may be visited next."""
         return ~self.visited
 
     @property
