@@ -29,7 +29,7 @@ from pmsa_moco import NodeOnlyModel, PMSAModel, solve, train, uniform_instances,
 from pmsa_moco.baselines import nsga2, ws_lkh
 
 torch.set_num_threads(1)
-N_INST = int(os.environ.get("BENCH_INSTANCES", "5"))
+N_INST = int(os.environ.get("BENCH_INSTANCES", "3"))
 N_GEN = int(os.environ.get("BENCH_GENS", "150"))
 
 
@@ -62,14 +62,14 @@ def main() -> None:
     )
     print(f"   WS-LKH (elkai)  {ml:.3f}   ratio WS-LKH / PMSA = {ml / mp:.1f}x")
 
-    print("\n2. training step time, batch 32, PMSA / node-only (compare_times, 5 rounds)")
+    print("\n2. training step time, batch 32, PMSA / node-only (compare_times, 3 rounds after 1 warm-up)")
     for n in (20, 50, 100):
         torch.manual_seed(0)
         a, b = PMSAModel(), NodeOnlyModel()
         c = compare_times(
             lambda a=a, n=n: train(copy.deepcopy(a), n, 2, 1, 32, seed=0),
             lambda b=b, n=n: train(copy.deepcopy(b), n, 2, 1, 32, seed=0),
-            repeats=5,
+            repeats=3,
             warmup=1,
             names=("PMSA", "node-only"),
         )
