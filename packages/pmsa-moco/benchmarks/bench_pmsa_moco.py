@@ -62,7 +62,10 @@ def main() -> None:
     )
     print(f"   WS-LKH (elkai)  {ml:.3f}   ratio WS-LKH / PMSA = {ml / mp:.1f}x")
 
-    print("\n2. training step time, batch 32, PMSA / node-only (compare_times, 3 rounds after 1 warm-up)")
+    print(
+        "\n2. training step time, batch 32, PMSA / node-only "
+        "(compare_times, 3 rounds after 1 warm-up)"
+    )
     for n in (20, 50, 100):
         torch.manual_seed(0)
         a, b = PMSAModel(), NodeOnlyModel()

@@ -30,7 +30,6 @@ except PackageNotFoundError:  # pragma: no cover - source tree without install
 
 __all__ = [
     "MOTSPEnv",
-    "MOTSPProblem",
     "NodeOnlyModel",
     "PMSAModel",
     "__version__",
@@ -50,7 +49,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "MOTSPProblem":  # needs pymoo (extra `pymoo`): imported on first use
+    # MOTSPProblem needs pymoo (extra `pymoo`): imported on first use, and kept out of
+    # __all__ so that `from pmsa_moco import *` works without pymoo
+    if name == "MOTSPProblem":
         from pmsa_moco.pymoo_problem import MOTSPProblem
 
         return MOTSPProblem
