@@ -50,6 +50,10 @@ class DescentConstraints(nn.Module):
             ``alpha / 2 * u^2``), or None for hard constraints.
         normalize: Divide the dual step by the base loss ``l_0`` (makes ``dual_lr``
             unit-free); the fixed point is unchanged.
+        detach_previous: In the primal objective, treat ``l_l`` inside constraint ``l``
+            as a constant (stop-gradient), so that a constraint only pushes the later
+            layer down and never pulls the earlier one up (our option, not the paper's;
+            with it the primal gradient is that of ``l_L + sum_l lambda_l l_{l+1}``).
 
     Attributes:
         multipliers: ``(L,)`` float tensor, ``lambda >= 0``.
@@ -80,6 +84,7 @@ class DescentConstraints(nn.Module):
         form: str = "relative",
         resilience: float | None = None,
         normalize: bool = True,
+        detach_previous: bool = False,
     ) -> None:
         super().__init__()
         self.n_layers = check_int("n_layers", n_layers, low=1)
@@ -95,13 +100,15 @@ class DescentConstraints(nn.Module):
             else check_float("resilience", resilience, low=0.0, low_inclusive=False)
         )
         self.normalize = bool(normalize)
+        self.detach_previous = bool(detach_previous)
         self.register_buffer("multipliers", torch.zeros(self.n_layers))
         self.register_buffer("slacks", torch.zeros(self.n_layers))
 
     def extra_repr(self) -> str:
         return (
             f"n_layers={self.n_layers}, eps={self.eps}, dual_lr={self.dual_lr}, "
-            f"form={self.form!r}, resilience={self.resilience}"
+            f"form={self.form!r}, resilience={self.resilience}, "
+            f"detach_previous={self.detach_previous}"
         )
 
     def _check(self, layer_losses: torch.Tensor, base_loss: Any) -> tuple[torch.Tensor, Any]:
@@ -120,12 +127,15 @@ class DescentConstraints(nn.Module):
             raise ValueError(f"base_loss must be a scalar, got shape {tuple(base.shape)}")
         return layer_losses, base.reshape(())
 
-    def constraint_values(self, layer_losses: torch.Tensor, base_loss: Any) -> torch.Tensor:
+    def constraint_values(
+        self, layer_losses: torch.Tensor, base_loss: Any, *, detach_previous: bool = False
+    ) -> torch.Tensor:
         """``g``: the ``L`` constraint values (``<= 0`` when satisfied), differentiable.
 
         Args:
             layer_losses: ``(L,)`` losses of layers ``1 .. L`` (minibatch means).
             base_loss: Scalar loss ``l_0`` of the base (a tensor or float).
+            detach_previous: Stop the gradient through the earlier layer's loss.
 
         Returns:
             ``(L,)`` tensor ``g_l = l_{l+1} - (1 - eps) l_l`` (or ``- l_l + eps``).
@@ -135,6 +145,8 @@ class DescentConstraints(nn.Module):
         """
         losses, base = self._check(layer_losses, base_loss)
         prev = torch.cat([base.reshape(1), losses[:-1]])
+        if detach_previous:
+            prev = prev.detach()
         if self.form == "relative":
             return losses - (1.0 - self.eps) * prev
         return losses - prev + self.eps
@@ -159,7 +171,7 @@ class DescentConstraints(nn.Module):
         Returns:
             A scalar tensor to call ``backward`` on.
         """
-        g = self.constraint_values(layer_losses, base_loss)
+        g = self.constraint_values(layer_losses, base_loss, detach_previous=self.detach_previous)
         return layer_losses[-1] + (self.multipliers.to(g.dtype) * g).sum()
 
     @torch.no_grad()

@@ -36,6 +36,7 @@ SIZE = 32
 SIGMA = 0.1
 EPS = 0.01
 DUAL_LR = 0.1
+DETACH = False
 LR = 2e-3
 INJECT_LAYER = 3
 INJECT_SCALE = 0.5  # injected noise std, in units of the state's own std
@@ -126,7 +127,7 @@ def _train(method: str, seed: int, data: dict[str, Any], steps: int, batch: int)
     torch.manual_seed(seed)
     net = UnrolledTransformer(DIM, DEPTH, HEADS, PATCH, FRAMES, SIZE)
     opt = torch.optim.Adam(net.parameters(), lr=LR)
-    cons = DescentConstraints(DEPTH, eps=EPS, dual_lr=DUAL_LR)
+    cons = DescentConstraints(DEPTH, eps=EPS, dual_lr=DUAL_LR, detach_previous=DETACH)
     trainer = PrimalDualTrainer(net, None, opt, cons)
     rng = np.random.default_rng(seed)
     video = data["train_video"]
