@@ -16,14 +16,13 @@ import sys
 from pathlib import Path
 
 import torch
-from icml26_core.timing import compare_times
-
 from descent_transformers import (
     DescentConstraints,
     PrimalDualTrainer,
     UnrolledTransformer,
     layer_losses,
 )
+from icml26_core.timing import compare_times
 
 REPEATS = 15
 STEPS_PER_CALL = 5
@@ -37,9 +36,15 @@ def _setup(seed: int = 0):
     return net, x, noisy
 
 
+def _ms(seconds_per_call: float) -> str:
+    return f"{1e3 * seconds_per_call / STEPS_PER_CALL:.1f} ms"
+
+
 def main() -> None:
     torch.set_num_threads(1)
-    lines = [f"threads 1, {REPEATS} interleaved rounds of {STEPS_PER_CALL} steps, load {os.getloadavg()}"]
+    lines = [
+        f"threads 1, {REPEATS} interleaved rounds of {STEPS_PER_CALL} steps, load {os.getloadavg()}"
+    ]
 
     net_e, x, noisy = _setup()
     opt_e = torch.optim.Adam(net_e.parameters(), lr=1e-3)
@@ -71,13 +76,12 @@ def main() -> None:
     ev = c.speedup()
     lines.append(
         f"primal-dual / ERM (readout at every layer): {c.median_a / c.median_b:.3f}x "
-        f"(median {1e3 * c.median_a / STEPS_PER_CALL:.1f} ms vs {1e3 * c.median_b / STEPS_PER_CALL:.1f} ms "
-        f"per step); speed-up evidence: {ev.summary()}"
+        f"({_ms(c.median_a)} vs {_ms(c.median_b)} per step); ERM over ours: {ev.summary()}"
     )
     c2 = compare_times(ours, erm_last, repeats=REPEATS, warmup=2, names=("primal-dual", "ERM last"))
     lines.append(
         f"primal-dual / ERM (last layer only): {c2.median_a / c2.median_b:.3f}x "
-        f"(median {1e3 * c2.median_a / STEPS_PER_CALL:.1f} ms vs {1e3 * c2.median_b / STEPS_PER_CALL:.1f} ms)"
+        f"({_ms(c2.median_a)} vs {_ms(c2.median_b)} per step)"
     )
     try:
         import cooper
@@ -116,7 +120,7 @@ def main() -> None:
         c3 = compare_times(ours, coop, repeats=REPEATS, warmup=2, names=("ours", "cooper"))
         lines.append(
             f"ours / cooper SimultaneousOptimizer: {c3.median_a / c3.median_b:.3f}x "
-            f"(median {1e3 * c3.median_a / STEPS_PER_CALL:.1f} ms vs {1e3 * c3.median_b / STEPS_PER_CALL:.1f} ms)"
+            f"({_ms(c3.median_a)} vs {_ms(c3.median_b)} per step)"
         )
     lines.append(f"load after: {os.getloadavg()}")
     text = "\n".join(lines) + "\n"

@@ -32,7 +32,9 @@ def _ours(steps, lr=0.2, dual_lr=0.2):
     toy = Toy()
     cons = DescentConstraints(2, eps=EPS, dual_lr=dual_lr, form="additive", normalize=False)
     cons.double()
-    trainer = PrimalDualTrainer(toy, None, torch.optim.SGD(toy.parameters(), lr=lr), cons, _identity)
+    trainer = PrimalDualTrainer(
+        toy, None, torch.optim.SGD(toy.parameters(), lr=lr), cons, _identity
+    )
     traj = []
     for _ in range(steps):
         trainer.step(None, torch.zeros(()))

@@ -53,7 +53,7 @@ def test_perturb_hook_reaches_only_its_layer():
         nn.init.normal_(p, std=0.1)
     x = torch.rand(2, 2, 8, 8)
     clean = net.layer_outputs(x)
-    hit = net.layer_outputs(x, perturb=lambda l, h: h + torch.randn_like(h) if l == 2 else h)
+    hit = net.layer_outputs(x, perturb=lambda i, h: h + torch.randn_like(h) if i == 2 else h)
     assert torch.allclose(clean[1], hit[1])
     assert not torch.allclose(clean[2], hit[2])
 
@@ -117,7 +117,11 @@ def test_with_layer_heads_on_a_tiny_bert():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"heads": 3}, "heads must divide dim"), ({"size": 10}, "multiple of patch"), ({"dim": 0}, "dim")],
+    [
+        ({"heads": 3}, "heads must divide dim"),
+        ({"size": 10}, "multiple of patch"),
+        ({"dim": 0}, "dim"),
+    ],
 )
 def test_bad_model_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

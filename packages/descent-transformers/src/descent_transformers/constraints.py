@@ -1,4 +1,4 @@
-"""Layer-wise descent constraints and their multipliers (the dual side of the method).
+r"""Layer-wise descent constraints and their multipliers (the dual side of the method).
 
 Our reading of the paper (its abstract is all we have; the details are ours): with
 ``l_l`` the task loss of layer ``l``'s prediction (``l_0`` the base: the input itself
@@ -6,9 +6,9 @@ for denoising, the embedding layer for text), training solves
 
 .. math::
 
-    \\min_\\theta \\max_{\\lambda \\ge 0}\\; E[l_L] + \\sum_{l=0}^{L-1}
-        \\lambda_l \\, g_l, \\qquad
-    g_l = E[l_{l+1}] - (1 - \\epsilon) E[l_l] \\quad \\text{(relative form)}
+    \min_\theta \max_{\lambda \ge 0}\; E[l_L] + \sum_{l=0}^{L-1}
+        \lambda_l \, g_l, \qquad
+    g_l = E[l_{l+1}] - (1 - \epsilon) E[l_l] \quad \text{(relative form)}
 
 or ``g_l = E[l_{l+1}] - E[l_l] + eps`` (additive form), by stochastic primal descent
 and projected dual ascent on minibatch estimates,
@@ -105,6 +105,7 @@ class DescentConstraints(nn.Module):
         self.register_buffer("slacks", torch.zeros(self.n_layers))
 
     def extra_repr(self) -> str:
+        """The hyperparameters, for ``repr``."""
         return (
             f"n_layers={self.n_layers}, eps={self.eps}, dual_lr={self.dual_lr}, "
             f"form={self.form!r}, resilience={self.resilience}, "
@@ -159,7 +160,7 @@ class DescentConstraints(nn.Module):
         return self.multipliers / self.resilience
 
     def lagrangian(self, layer_losses: torch.Tensor, base_loss: Any) -> torch.Tensor:
-        """The primal objective ``l_L + sum_l lambda_l g_l`` (minus ``alpha/2 u^2`` terms' constant).
+        """The primal objective ``l_L + sum_l lambda_l g_l``.
 
         With the resilient form the relaxation ``u = lambda / alpha`` does not depend on
         the parameters, so it does not change the primal gradient and is left out.

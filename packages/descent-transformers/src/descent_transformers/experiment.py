@@ -53,7 +53,10 @@ def _clips(video: np.ndarray, n: int, rng: np.random.Generator, lo: int, hi: int
     y0 = rng.integers(0, video.shape[1] - SIZE + 1, size=n)
     x0 = rng.integers(0, video.shape[2] - SIZE + 1, size=n)
     return np.stack(
-        [video[t : t + FRAMES, y : y + SIZE, x : x + SIZE] for t, y, x in zip(t0, y0, x0, strict=True)]
+        [
+            video[t : t + FRAMES, y : y + SIZE, x : x + SIZE]
+            for t, y, x in zip(t0, y0, x0, strict=True)
+        ]
     )
 
 

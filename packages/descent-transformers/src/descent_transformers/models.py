@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-
 import torch
 from icml26_core.validation import check_int
 from torch import nn
@@ -223,5 +222,3 @@ def with_layer_heads(hf_model: nn.Module, n_classes: int) -> LayerHeads:
             "(a transformers encoder that accepts output_hidden_states=True)"
         )
     return LayerHeads(hf_model, int(layers), int(hidden), n_classes)
-
-

@@ -161,7 +161,9 @@ class PrimalDualTrainer:
                 f"constraints must be a DescentConstraints, got {type(constraints).__name__}"
             )
         if not isinstance(optimizer, torch.optim.Optimizer):
-            raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+            raise TypeError(
+                f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+            )
         self.model = model
         self.readout = readout
         self.optimizer = optimizer
