@@ -80,24 +80,24 @@ def _psnr(mse: float) -> float:
     return 10.0 * math.log10(1.0 / mse) if mse > 0 else float("inf")
 
 
-def _evaluate(net: Any, data: dict[str, Any]) -> dict[str, Any]:
+def _evaluate(net: Any, data: dict[str, Any], device: str = "cpu") -> dict[str, Any]:
     """Per-layer test MSE (ID, sigma 0.1) and last-layer PSNR on every test set."""
     import torch
 
     from descent_transformers import layer_losses
 
-    noise = torch.from_numpy(data["noise"])
+    noise = torch.from_numpy(data["noise"]).to(device)
     out: dict[str, Any] = {}
     gen = torch.Generator().manual_seed(777)
 
     def inject(layer: int, h: torch.Tensor) -> torch.Tensor:
         if layer != INJECT_LAYER:
             return h
-        z = torch.randn(h.shape, generator=gen)
+        z = torch.randn(h.shape, generator=gen).to(h.device)
         return h + INJECT_SCALE * h.std() * z
 
     with torch.no_grad():
-        clean = torch.from_numpy(data["clean"]["ID"])
+        clean = torch.from_numpy(data["clean"]["ID"]).to(device)
         per_layer = layer_losses(net, clean + SIGMA * noise, clean)
         out["layer_mse"] = per_layer.tolist()
         sets = {
@@ -110,7 +110,7 @@ def _evaluate(net: Any, data: dict[str, Any]) -> dict[str, Any]:
         }
         psnr = {}
         for name, (src, sigma, perturb) in sets.items():
-            c = torch.from_numpy(data["clean"][src])
+            c = torch.from_numpy(data["clean"][src]).to(device)
             pred = net.layer_outputs(c + sigma * noise, perturb=perturb)[-1]
             psnr[name] = _psnr(float(((pred - c) ** 2).mean()))
             if name in ("ID", "ID sigma 0.2", "ID sigma 0.3", "OOD bikes", "OOD bigbuckbunny"):
@@ -119,7 +119,9 @@ def _evaluate(net: Any, data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _train(method: str, seed: int, data: dict[str, Any], steps: int, batch: int) -> dict[str, Any]:
+def _train(
+    method: str, seed: int, data: dict[str, Any], steps: int, batch: int, device: str = "cpu"
+) -> dict[str, Any]:
     import torch
 
     from descent_transformers import (
@@ -130,9 +132,9 @@ def _train(method: str, seed: int, data: dict[str, Any], steps: int, batch: int)
     )
 
     torch.manual_seed(seed)
-    net = UnrolledTransformer(DIM, DEPTH, HEADS, PATCH, FRAMES, SIZE)
+    net = UnrolledTransformer(DIM, DEPTH, HEADS, PATCH, FRAMES, SIZE).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=LR)
-    cons = DescentConstraints(DEPTH, eps=EPS, dual_lr=DUAL_LR, detach_previous=DETACH)
+    cons = DescentConstraints(DEPTH, eps=EPS, dual_lr=DUAL_LR, detach_previous=DETACH).to(device)
     trainer = PrimalDualTrainer(net, None, opt, cons)
     rng = np.random.default_rng(seed)
     video = data["train_video"]
@@ -142,6 +144,7 @@ def _train(method: str, seed: int, data: dict[str, Any], steps: int, batch: int)
         noisy = clean + SIGMA * torch.from_numpy(
             rng.standard_normal(clean.shape).astype(np.float32)
         )
+        clean, noisy = clean.to(device), noisy.to(device)
         if method == "primal-dual (ours)":
             trainer.step(noisy, clean)
             continue
@@ -152,7 +155,7 @@ def _train(method: str, seed: int, data: dict[str, Any], steps: int, batch: int)
         opt.step()
     cpu = time.process_time() - t0
     net.eval()
-    res = _evaluate(net, data)
+    res = _evaluate(net, data, device)
     res["cpu_s"] = cpu
     res["multipliers"] = cons.multipliers.tolist() if method == "primal-dual (ours)" else None
     res["slacks"] = cons.slacks.tolist() if method == "primal-dual (ours)" else None
@@ -190,7 +193,7 @@ def _run(ctx: RunContext) -> Result:
     res: dict[str, list[dict[str, Any]]] = {m: [] for m in METHODS}
     jobs = [(s, m) for s in seeds for m in METHODS]
     for s, m in ctx.progress(jobs, "seeds x methods"):
-        res[m].append(_train(m, s, data, steps, batch))
+        res[m].append(_train(m, s, data, steps, batch, ctx.device))
     n = len(seeds)
 
     main = Table(
