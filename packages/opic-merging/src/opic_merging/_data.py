@@ -41,6 +41,8 @@ def _countries() -> list[dict[str, str]]:
     for path in sorted(folder.glob("*.json")):
         d = json.loads(path.read_text(encoding="utf-8"))
         name, cap, reg = d.get("name"), d.get("capital"), d.get("region")
+        if isinstance(cap, list):  # a few countries list several capitals: keep the first
+            cap = cap[0] if cap else None
         if name and cap and reg and name.isascii() and cap.isascii():
             out.append({"name": name, "capital": cap, "region": reg})
     return out

@@ -69,6 +69,8 @@ class CachedScorer:
             cache starts).
         batch_size: Sequences per forward.
         device: Where to run (default: the model's device).
+        work_model: A copy of ``model`` to write weights into instead of a new deep
+            copy (share one between scorers; then give weights to every :meth:`score`).
     """
 
     def __init__(
@@ -80,11 +82,13 @@ class CachedScorer:
         *,
         batch_size: int = 32,
         device: Any = None,
+        work_model: Any = None,
     ) -> None:
         if not pairs:
             raise ValueError("pairs must be non-empty")
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
-        self.model = copy.deepcopy(model).to(self.device).eval()
+        # work_model: share another scorer's copy (then pass weights to every score call)
+        self.model = work_model if work_model is not None else copy.deepcopy(model).to(self.device).eval()
         self.names = tuple(names)
         self.start = first_changed_layer(self.model, self.names)
         self._params = dict(self.model.named_parameters())
