@@ -15,11 +15,10 @@ import sys
 import time
 
 import numpy as np
+import opic_merging as om
 import torch
 from icml26_core.lm import load_smollm2
 from icml26_core.timing import compare_times
-
-import opic_merging as om
 from opic_merging._data import INSTRUCTIONS, split_task
 from opic_merging._lm import CachedScorer
 
@@ -27,10 +26,15 @@ torch.set_num_threads(1)
 K = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 model, tok = load_smollm2()
 model.eval()
-names = [n for n, _ in model.named_parameters() if any(f"layers.{i}." in n for i in range(30 - K, 30))]
+names = [
+    n for n, _ in model.named_parameters() if any(f"layers.{i}." in n for i in range(30 - K, 30))
+]
 params = dict(model.named_parameters())
 g = torch.Generator().manual_seed(0)
-tvs = [om.TaskVector({n: 1e-3 * torch.randn(params[n].shape, generator=g) for n in names}, f"t{i}") for i in range(3)]
+tvs = [
+    om.TaskVector({n: 1e-3 * torch.randn(params[n].shape, generator=g) for n in names}, f"t{i}")
+    for i in range(3)
+]
 pairs = []
 for t in ("capital", "region", "sentiment"):
     items = split_task(t, 0, 0, 30)["test"][:30]
@@ -53,13 +57,21 @@ t0 = time.perf_counter()
 for _ in range(5):
     weights()
 merge_s = (time.perf_counter() - t0) / 5
-cmp = compare_times(lambda: cached.score(w), lambda: full.score(w), repeats=5, warmup=1, names=("cached top-K", "full forward"))
+cmp = compare_times(
+    lambda: cached.score(w),
+    lambda: full.score(w),
+    repeats=5,
+    warmup=1,
+    names=("cached top-K", "full forward"),
+)
 ev = cmp.speedup(at_least=1.0)
 lines = [
     f"SmolLM2-135M-Instruct, K = {K} merged layers, {len(pairs)} ICL prompts "
     f"({sum(b['ids'].numel() for b in cached.batches)} padded tokens), 1 thread",
-    f"cached top-K: median {cmp.median_a:.3f} s per evaluation = {60 / cmp.median_a:.1f} evaluations/min",
-    f"full forward: median {cmp.median_b:.3f} s per evaluation = {60 / cmp.median_b:.1f} evaluations/min",
+    f"cached top-K: median {cmp.median_a:.3f} s per evaluation = "
+    f"{60 / cmp.median_a:.1f} evaluations/min",
+    f"full forward: median {cmp.median_b:.3f} s per evaluation = "
+    f"{60 / cmp.median_b:.1f} evaluations/min",
     f"speed-up: {ev.summary()}",
     f"merge theta_0 + sum lambda tau over {len(names)} tensors: {merge_s * 1000:.1f} ms",
 ]

@@ -1,8 +1,7 @@
 import doctest
 
-import pytest
-
 import opic_merging.vectors
+import pytest
 
 
 @pytest.mark.parametrize("module", [opic_merging.vectors])

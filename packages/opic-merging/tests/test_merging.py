@@ -1,12 +1,12 @@
 """Mathematics of task vectors, merges, TIES/DARE, the cached scorer and OPIC's search."""
 
+import itertools
 import math
 
 import numpy as np
+import opic_merging as om
 import pytest
 import torch
-
-import opic_merging as om
 from opic_merging._lm import CachedScorer
 
 
@@ -27,7 +27,10 @@ def _pair(seed=0):
         "model.layers.1.post_attention_layernorm.weight": torch.randn(3, generator=g),
         "model.embed_tokens.weight": torch.randn(5, 3, generator=g),
     }
-    tuned = [{k: v + 0.1 * (i + 1) * torch.randn(v.shape, generator=g) for k, v in base.items()} for i in range(2)]
+    tuned = [
+        {k: v + 0.1 * (i + 1) * torch.randn(v.shape, generator=g) for k, v in base.items()}
+        for i in range(2)
+    ]
     return base, tuned
 
 
@@ -37,7 +40,11 @@ def test_task_vector_round_trip():
     back = tv.apply_to(base, 1.0)
     for k in base:
         torch.testing.assert_close(back[k], tuned[0][k], rtol=0, atol=1e-6)
-    assert math.isclose(tv.norm(), math.sqrt(sum(float(((tuned[0][k] - base[k]) ** 2).sum()) for k in base)), rel_tol=1e-5)
+    assert math.isclose(
+        tv.norm(),
+        math.sqrt(sum(float(((tuned[0][k] - base[k]) ** 2).sum()) for k in base)),
+        rel_tol=1e-5,
+    )
 
 
 def test_zero_and_one_hot_coefficients():
@@ -73,11 +80,20 @@ def test_groups_and_granular_merge():
     tvs = [om.TaskVector.from_models(base, t) for t in tuned]
     assert om.group_names(tvs, "task") == ("all",)
     assert om.group_names(tvs, "layer") == ("layer0", "layer1", "other")
-    assert om.group_names(tvs, "module") == ("layer0.attn", "layer0.mlp", "layer1.attn", "layer1.mlp", "other")
+    assert om.group_names(tvs, "module") == (
+        "layer0.attn",
+        "layer0.mlp",
+        "layer1.attn",
+        "layer1.mlp",
+        "other",
+    )
     lam = np.array([[1.0, 0.0, 2.0, 0.0, 0.5], [0.0, 1.0, 0.0, 0.0, 0.0]])
     out = om.merge(base, tvs, lam, "module")
     q, up = "model.layers.0.self_attn.q_proj.weight", "model.layers.0.mlp.up_proj.weight"
-    ln1, ln2 = "model.layers.1.input_layernorm.weight", "model.layers.1.post_attention_layernorm.weight"
+    ln1, ln2 = (
+        "model.layers.1.input_layernorm.weight",
+        "model.layers.1.post_attention_layernorm.weight",
+    )
     torch.testing.assert_close(out[q], tuned[0][q], atol=1e-6, rtol=0)
     torch.testing.assert_close(out[up], tuned[1][up], atol=1e-6, rtol=0)
     torch.testing.assert_close(out[ln1], base[ln1] + 2 * tvs[0].delta[ln1], atol=1e-6, rtol=0)
@@ -175,7 +191,9 @@ def test_cached_scorer_equals_full_forward():
     np.testing.assert_allclose(cached.score()["logprob"], manual, rtol=1e-4, atol=1e-4)
     # changed weights: the cached path still equals a full forward of the merged model
     w = {n: p.detach() + 0.05 for n, p in model.named_parameters() if n in top}
-    np.testing.assert_allclose(cached.score(w)["logprob"], full.score(w)["logprob"], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        cached.score(w)["logprob"], full.score(w)["logprob"], rtol=1e-4, atol=1e-4
+    )
 
 
 class _Toy(torch.nn.Module):
@@ -202,7 +220,9 @@ def _toy_opic(budget=40, optimizer="cma", levels=("task", "layer", "module")):
         def decode(self, ids):
             return ""
 
-    opic = om.OPIC(base, tvs, Tok(), n_shots=1, budget=budget, n_pseudo=2, optimizer=optimizer, levels=levels)
+    opic = om.OPIC(
+        base, tvs, Tok(), n_shots=1, budget=budget, n_pseudo=2, optimizer=optimizer, levels=levels
+    )
     return opic
 
 
@@ -229,7 +249,7 @@ def test_best_so_far_monotone_and_refinement_keeps_parent_fitness():
 
     opic.search(objective)
     best = [h["best"] for h in opic.history_]
-    assert all(b2 >= b1 for b1, b2 in zip(best, best[1:], strict=False))
+    assert all(b2 >= b1 for b1, b2 in itertools.pairwise(best))
     # the first evaluation of each level is its parent's best point: same merge, same fitness
     levels = [h["level"] for h in opic.history_]
     for lv in ("layer", "module"):
@@ -243,7 +263,9 @@ def test_refinement_init_is_the_parent_merge():
     opic = _toy_opic()
     lam = np.array([[0.3], [0.7]])
     finer = opic._expand(lam, "task", "module")
-    for a, b in zip(opic.weights(lam, "task").values(), opic.weights(finer, "module").values(), strict=True):
+    for a, b in zip(
+        opic.weights(lam, "task").values(), opic.weights(finer, "module").values(), strict=True
+    ):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 

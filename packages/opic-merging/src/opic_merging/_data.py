@@ -80,12 +80,17 @@ def split_task(
         pos = [p for p in order if p[1] == "positive"]
         neg = [p for p in order if p[1] == "negative"]
         test = pos[: n_test // 2] + neg[: n_test - n_test // 2]
-        val = pos[n_test // 2 : n_test // 2 + n_val // 2] + neg[n_test - n_test // 2 :][: n_val - n_val // 2]
+        val = (
+            pos[n_test // 2 : n_test // 2 + n_val // 2]
+            + neg[n_test - n_test // 2 :][: n_val - n_val // 2]
+        )
         used = set(test) | set(val)
         train = [p for p in order if p not in used][:n_train]
         return {"train": train, "val": val, "test": test}
     if n_train + n_val + n_test > len(order):
-        raise ValueError(f"task {task!r} has {len(order)} items, asked for {n_train + n_val + n_test}")
+        raise ValueError(
+            f"task {task!r} has {len(order)} items, asked for {n_train + n_val + n_test}"
+        )
     return {
         "test": order[:n_test],
         "val": order[n_test : n_test + n_val],

@@ -86,9 +86,13 @@ class CachedScorer:
     ) -> None:
         if not pairs:
             raise ValueError("pairs must be non-empty")
-        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.device = (
+            torch.device(device) if device is not None else next(model.parameters()).device
+        )
         # work_model: share another scorer's copy (then pass weights to every score call)
-        self.model = work_model if work_model is not None else copy.deepcopy(model).to(self.device).eval()
+        self.model = (
+            work_model if work_model is not None else copy.deepcopy(model).to(self.device).eval()
+        )
         self.names = tuple(names)
         self.start = first_changed_layer(self.model, self.names)
         self._params = dict(self.model.named_parameters())
@@ -196,7 +200,9 @@ class CachedScorer:
             hit = (logits.argmax(dim=-1) == batch["targets"]).float()
             size = batch["size"]
             lp = torch.zeros(size, device=tok.device).index_add_(0, batch["seq"], tok)
-            cnt = torch.zeros(size, device=tok.device).index_add_(0, batch["seq"], torch.ones_like(tok))
+            cnt = torch.zeros(size, device=tok.device).index_add_(
+                0, batch["seq"], torch.ones_like(tok)
+            )
             hits = torch.zeros(size, device=tok.device).index_add_(0, batch["seq"], hit)
             first = logp[batch["first"]]
             ent = -(first.exp() * first).sum(dim=-1)
@@ -234,7 +240,9 @@ def generate(
     pad = pad if pad is not None else (eos if eos is not None else 0)
     import inspect
 
-    cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    cache_kw = (
+        "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    )
     outs: list[str] = []
     gen = torch.Generator().manual_seed(int(seed))
     for lo in range(0, len(prompts), batch_size):
@@ -253,7 +261,10 @@ def generate(
         step_ids, step_pos, step_mask = ids, pos, mask
         for _ in range(max_new_tokens):
             out = model(
-                step_ids, attention_mask=step_mask, position_ids=step_pos, use_cache=True,
+                step_ids,
+                attention_mask=step_mask,
+                position_ids=step_pos,
+                use_cache=True,
                 **{cache_kw: cache},
             )
             cache = getattr(out, "cache", None) if cache_kw == "cache" else out.past_key_values

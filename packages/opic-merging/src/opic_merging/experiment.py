@@ -31,19 +31,40 @@ RHO_MIN = 0.5  # our threshold for "ICL preservation and retention correlate"
 def _settings(ctx: RunContext) -> dict[str, Any]:
     return ctx.pick(
         smoke={  # the default's fine-tuning settings on 2 tasks: their task models are shared
-            "tasks": ("capital", "sentiment"), "top": 2, "steps": 12, "n_train": 80,
-            "n_val": 6, "n_test": 8, "budget": (7, 9, 11), "n_pseudo": 5, "n_queries": 3,
+            "tasks": ("capital", "sentiment"),
+            "top": 2,
+            "steps": 12,
+            "n_train": 80,
+            "n_val": 6,
+            "n_test": 8,
+            "budget": (7, 9, 11),
+            "n_pseudo": 5,
+            "n_queries": 3,
             "n_shots": 2,
         },
         default={
-            "tasks": ("capital", "region", "sentiment"), "top": 2, "steps": 12,
-            "n_train": 80, "n_val": 12, "n_test": 24, "budget": (15, 10, 12),
-            "n_pseudo": 8, "n_queries": 4, "n_shots": 3,
+            "tasks": ("capital", "region", "sentiment"),
+            "top": 2,
+            "steps": 12,
+            "n_train": 80,
+            "n_val": 12,
+            "n_test": 24,
+            "budget": (15, 10, 12),
+            "n_pseudo": 8,
+            "n_queries": 4,
+            "n_shots": 3,
         },
         full={
-            "tasks": ("capital", "region", "sentiment"), "top": 30, "steps": 300,
-            "n_train": 150, "n_val": 24, "n_test": 60, "budget": (50, 100, 150),
-            "n_pseudo": 32, "n_queries": 16, "n_shots": 4,
+            "tasks": ("capital", "region", "sentiment"),
+            "top": 30,
+            "steps": 300,
+            "n_train": 150,
+            "n_val": 24,
+            "n_test": 60,
+            "budget": (50, 100, 150),
+            "n_pseudo": 32,
+            "n_queries": 16,
+            "n_shots": 4,
         },
     )
 
@@ -52,7 +73,9 @@ def _prompt(instruction: str, x: str) -> str:
     return f"{instruction}\nInput: {x}\nOutput:"
 
 
-def _spearman_ci(x: np.ndarray, y: np.ndarray, seed: int = 0, n_boot: int = 2000) -> tuple[float, float, float]:
+def _spearman_ci(
+    x: np.ndarray, y: np.ndarray, seed: int = 0, n_boot: int = 2000
+) -> tuple[float, float, float]:
     from scipy.stats import spearmanr
 
     rho = float(spearmanr(x, y).statistic)
@@ -89,15 +112,30 @@ def run(ctx: RunContext) -> Result:
         t: [(_prompt(INSTRUCTIONS[t], x), " " + y) for x, y in splits[t]["train"]] for t in tasks
     }
     tm = finetune_task_models(
-        base, train, tokenizer=tok, top_layers=s["top"], steps=s["steps"], batch_size=8,
-        lr=1e-3, seed=ctx.seed, base_key="smollm2-135m-instruct-q4_1", progress=ctx.progress,
+        base,
+        train,
+        tokenizer=tok,
+        top_layers=s["top"],
+        steps=s["steps"],
+        batch_size=8,
+        lr=1e-3,
+        seed=ctx.seed,
+        base_key="smollm2-135m-instruct-q4_1",
+        progress=ctx.progress,
     )
     t_ft = time.perf_counter() - t0
     ctx.log(f"task models ready in {t_ft:.0f} s (from cache: {tm.meta['loaded_from_cache']})")
 
     opic = om.OPIC(
-        base, tm, tok, n_shots=s["n_shots"], budget=s["budget"], n_pseudo=s["n_pseudo"],
-        n_queries=s["n_queries"], seed=ctx.seed, device=ctx.device,
+        base,
+        tm,
+        tok,
+        n_shots=s["n_shots"],
+        budget=s["budget"],
+        n_pseudo=s["n_pseudo"],
+        n_queries=s["n_queries"],
+        seed=ctx.seed,
+        device=ctx.device,
     )
     t1 = time.perf_counter()
     opic.fit({t: INSTRUCTIONS[t] for t in tasks})  # no labels: instructions only
@@ -114,21 +152,32 @@ def run(ctx: RunContext) -> Result:
     test_items = [(t, x, y) for t in tasks for x, y in splits[t]["test"]]
     val_items = [(t, x, y) for t in tasks for x, y in splits[t]["val"]]
     test = CachedScorer(
-        base, tok, [(_prompt(INSTRUCTIONS[t], x), " " + y) for t, x, y in test_items], names,
-        device=ctx.device, work_model=work,
+        base,
+        tok,
+        [(_prompt(INSTRUCTIONS[t], x), " " + y) for t, x, y in test_items],
+        names,
+        device=ctx.device,
+        work_model=work,
     )
     val = CachedScorer(
-        base, tok, [(_prompt(INSTRUCTIONS[t], x), " " + y) for t, x, y in val_items], names,
-        device=ctx.device, work_model=work,
+        base,
+        tok,
+        [(_prompt(INSTRUCTIONS[t], x), " " + y) for t, x, y in val_items],
+        names,
+        device=ctx.device,
+        work_model=work,
     )
     # AdaMerging-style objective: entropy after the prompt, on the unlabeled test inputs
     unlabeled = CachedScorer(
-        base, tok, [(_prompt(INSTRUCTIONS[t], x), " x") for t, x, _ in test_items], names,
-        device=ctx.device, work_model=work,
+        base,
+        tok,
+        [(_prompt(INSTRUCTIONS[t], x), " x") for t, x, _ in test_items],
+        names,
+        device=ctx.device,
+        work_model=work,
     )
     T = len(tasks)
     task_of = np.array([tasks.index(t) for t, _, _ in test_items])
-    val_task_of = np.array([tasks.index(t) for t, _, _ in val_items])
 
     def accuracies(match: np.ndarray, of: np.ndarray) -> np.ndarray:
         return np.array([match[of == k].mean() for k in range(T)])
@@ -140,10 +189,17 @@ def run(ctx: RunContext) -> Result:
         candidates[f"task model: {t}"] = {"w": opic.weights(onehot, "task"), "labels": 0}
     tvs = opic.task_vectors
     candidates["task arithmetic (lambda=1)"] = {"w": opic.weights(np.ones(T), "task"), "labels": 0}
-    candidates[f"weight averaging (lambda=1/{T})"] = {"w": opic.weights(np.full(T, 1 / T), "task"), "labels": 0}
-    candidates["TIES (density 0.2, lambda=1)"] = {"w": from_tv(om.ties_merge(tvs, 0.2), 1.0), "labels": 0}
+    candidates[f"weight averaging (lambda=1/{T})"] = {
+        "w": opic.weights(np.full(T, 1 / T), "task"),
+        "labels": 0,
+    }
+    candidates["TIES (density 0.2, lambda=1)"] = {
+        "w": from_tv(om.ties_merge(tvs, 0.2), 1.0),
+        "labels": 0,
+    }
     candidates["DARE-TIES (density 0.5, lambda=1)"] = {
-        "w": from_tv(om.dare_ties_merge(tvs, 0.5, seed=ctx.seed), 1.0), "labels": 0,
+        "w": from_tv(om.dare_ties_merge(tvs, 0.5, seed=ctx.seed), 1.0),
+        "labels": 0,
     }
     # labeled-validation grid (an upper reference that reads labels)
     grid: dict[str, dict[str, Any]] = {}
@@ -156,31 +212,44 @@ def run(ctx: RunContext) -> Result:
     val_scores = {k: float(val.score(w)["match"].mean()) for k, w in grid.items()}
     best_grid = max(val_scores, key=lambda k: val_scores[k])
     candidates[f"validation grid ({best_grid}; {len(val_items)} labeled items)"] = {
-        "w": grid[best_grid], "labels": len(val_items),
+        "w": grid[best_grid],
+        "labels": len(val_items),
     }
     # AdaMerging-style: same search, entropy objective on unlabeled test inputs
     ada = om.OPIC(
-        base, tm, tok, n_shots=s["n_shots"], budget=s["budget"], n_pseudo=s["n_pseudo"],
-        n_queries=s["n_queries"], seed=ctx.seed, device=ctx.device,
+        base,
+        tm,
+        tok,
+        n_shots=s["n_shots"],
+        budget=s["budget"],
+        n_pseudo=s["n_pseudo"],
+        n_queries=s["n_queries"],
+        seed=ctx.seed,
+        device=ctx.device,
     )
     ada._scorer = opic._scorer
     t2 = time.perf_counter()
     ada.search(lambda w: -float(unlabeled.score(w)["entropy"].mean()))
     t_ada = time.perf_counter() - t2
     candidates["AdaMerging-style (entropy, unlabeled test inputs)"] = {
-        "w": ada.weights(ada.coefficients_, ada.granularity_), "labels": 0,
+        "w": ada.weights(ada.coefficients_, ada.granularity_),
+        "labels": 0,
     }
     candidates["OPIC (ours)"] = {"w": opic_weights, "labels": opic.n_labeled_items_}
 
     results: dict[str, dict[str, Any]] = {}
     for name, c in ctx.progress(list(candidates.items()), "scoring merges"):
         r = test.score(c["w"])
-        results[name] = {"match": r["match"], "acc": accuracies(r["match"], task_of), "icl": opic.icl_score(c["w"])}
+        results[name] = {
+            "match": r["match"],
+            "acc": accuracies(r["match"], task_of),
+            "icl": opic.icl_score(c["w"]),
+        }
     tm_acc = np.array([results[f"task model: {t}"]["acc"][k] for k, t in enumerate(tasks)])
     ok = tm_acc > 0
     denom = np.where(ok, tm_acc, np.nan)
     keep = ok[task_of]
-    for name, r in results.items():
+    for r in results.values():
         r["retention"] = float(np.nanmean(r["acc"] / denom))
         r["item"] = (r["match"] / denom[task_of])[keep]
 
@@ -190,9 +259,12 @@ def run(ctx: RunContext) -> Result:
     )
     for name, r in results.items():
         table.add_row(
-            method=name, **{f"acc {t}": float(r["acc"][k]) for k, t in enumerate(tasks)},
-            retention=r["retention"], **{"ICL score": r["icl"]},
-            **{"labeled items": candidates[name]["labels"]}, n=int(keep.sum()),
+            method=name,
+            **{f"acc {t}": float(r["acc"][k]) for k, t in enumerate(tasks)},
+            retention=r["retention"],
+            **{"ICL score": r["icl"]},
+            **{"labeled items": candidates[name]["labels"]},
+            n=int(keep.sum()),
         )
     trace = Table(
         "OPIC search: best ICL fitness (mean answer log-likelihood, nats) at the end of each level",
@@ -202,8 +274,12 @@ def run(ctx: RunContext) -> Result:
     for level in opic.levels:
         rows = [h for h in opic.history_ if h["level"] == level]
         count += len(rows)
-        trace.add_row(level=level, evaluations=count, **{"best fitness": rows[-1]["best"]},
-                      coefficients=len(om.group_names(tvs, level)) * T)
+        trace.add_row(
+            level=level,
+            evaluations=count,
+            **{"best fitness": rows[-1]["best"]},
+            coefficients=len(om.group_names(tvs, level)) * T,
+        )
     timing = Table("wall time per stage (s, this run)", ["stage", "seconds"])
     timing.add_row(stage="load + fine-tune (or load cached task models)", seconds=t_ft)
     timing.add_row(stage="OPIC fit (self-generation + search)", seconds=t_opic)
@@ -219,18 +295,23 @@ def run(ctx: RunContext) -> Result:
         Claim.superior(
             f"OPIC's mean retention is higher than task arithmetic's at a default lambda "
             f"(the better of lambda=1 and 1/T on the test items: {ta_name}).",
-            op, results[ta_name]["item"], names=("OPIC", "task arithmetic"),
+            op,
+            results[ta_name]["item"],
+            names=("OPIC", "task arithmetic"),
             metric="item correctness / task-model accuracy (mean = retention)",
         ),
         Claim.superior(
             "OPIC's mean retention is higher than TIES's at its default settings.",
-            op, results["TIES (density 0.2, lambda=1)"]["item"], names=("OPIC", "TIES"),
+            op,
+            results["TIES (density 0.2, lambda=1)"]["item"],
+            names=("OPIC", "TIES"),
             metric="item correctness / task-model accuracy (mean = retention)",
         ),
         Claim.superior(
             "OPIC's mean retention is higher than a recent validation-free method's "
             "(AdaMerging-style entropy minimization, same search and budget).",
-            op, results["AdaMerging-style (entropy, unlabeled test inputs)"]["item"],
+            op,
+            results["AdaMerging-style (entropy, unlabeled test inputs)"]["item"],
             names=("OPIC", "AdaMerging-style"),
             metric="item correctness / task-model accuracy (mean = retention)",
         ),
@@ -246,7 +327,11 @@ def run(ctx: RunContext) -> Result:
             f"(our threshold) and the CI lies above 0; does not hold if the CI lies below "
             f"{RHO_MIN}; inconclusive otherwise",
             {"rho": rho, "ci_low": lo, "ci_high": hi, "n": len(icl)},
-            lambda v: True if (v["rho"] > RHO_MIN and v["ci_low"] > 0) else (False if v["ci_high"] < RHO_MIN else None),
+            lambda v: (
+                True
+                if (v["rho"] > RHO_MIN and v["ci_low"] > 0)
+                else (False if v["ci_high"] < RHO_MIN else None)
+            ),
         )
     )
     claims.append(
@@ -255,14 +340,21 @@ def run(ctx: RunContext) -> Result:
             "OPIC.fit takes instructions only (no labels argument) and counts the labeled "
             "items it read (n_labeled_items_); holds if that count is 0 and every ICL "
             "answer came from a task model",
-            {"labeled_items": opic.n_labeled_items_, "pseudo_pairs": sum(len(v) for v in opic.pseudo_data_.values())},
+            {
+                "labeled_items": opic.n_labeled_items_,
+                "pseudo_pairs": sum(len(v) for v in opic.pseudo_data_.values()),
+            },
             lambda v: v["labeled_items"] == 0,
         )
     )
     claims.append(
         Claim.superior(
-            f"OPIC's average retention reaches the abstract's {OPIC_RETENTION:.2%} (we test >= 80%).",
-            op, np.full(len(op), 0.8), names=("OPIC", "80% retention"), test="t",
+            f"OPIC's average retention reaches the abstract's {OPIC_RETENTION:.2%} "
+            "(we test >= 80%).",
+            op,
+            np.full(len(op), 0.8),
+            names=("OPIC", "80% retention"),
+            test="t",
             metric="item correctness / task-model accuracy (mean = retention)",
         )
     )

@@ -1,13 +1,13 @@
-"""OPIC: evolutionary merging with in-context-learning preservation as the objective.
+r"""OPIC: evolutionary merging with in-context-learning preservation as the objective.
 
 Our design where the abstract is silent (see the README):
 
 1. Self-generated data, no labels. For each task ``k`` with instruction ``I_k``, the
-   base model samples pseudo-inputs from the prompt ``"{I_k}\\nInput:"`` (or they come
+   base model samples pseudo-inputs from the prompt ``"{I_k}\nInput:"`` (or they come
    from an unlabeled pool the caller gives), and the task model ``theta_0 + tau_k``
-   labels each input greedily from ``"{I_k}\\nInput: {x}\\nOutput:"``.
+   labels each input greedily from ``"{I_k}\nInput: {x}\nOutput:"``.
 2. ICL objective. From those pairs, ``n_queries`` k-shot prompts per task:
-   the instruction, ``n_shots`` demonstrations ``"Input: x\\nOutput: y\\n"`` and a
+   the instruction, ``n_shots`` demonstrations ``"Input: x\nOutput: y\n"`` and a
    query; the fitness of a merge is the mean over tasks of the mean per-token
    log-likelihood of the task model's answers to the queries.
 3. Hierarchical refinement. Coefficients ``lambda`` are optimized at the coarsest
@@ -97,9 +97,11 @@ def mergekit_config(
         lam = np.repeat(lam[:, None], len(groups), axis=1)
     if lam.shape != (len(task_vectors), len(groups)):
         raise ValueError(f"coefficients must have shape ({len(task_vectors)}, {len(groups)})")
-    paths = list(model_paths) if model_paths is not None else [
-        tv.name or f"task{i}" for i, tv in enumerate(task_vectors)
-    ]
+    paths = (
+        list(model_paths)
+        if model_paths is not None
+        else [tv.name or f"task{i}" for i, tv in enumerate(task_vectors)]
+    )
     if len(paths) != len(task_vectors):
         raise ValueError("model_paths must have one path per task vector")
     col = {g: j for j, g in enumerate(groups)}
@@ -133,7 +135,9 @@ def _weight_for(weight: Any, name: str) -> float:
     return 0.0
 
 
-def from_mergekit_config(config: Mapping[str, Any], base: Any, task_vectors: Sequence[TaskVector]) -> Any:
+def from_mergekit_config(
+    config: Mapping[str, Any], base: Any, task_vectors: Sequence[TaskVector]
+) -> Any:
     """Apply a ``task_arithmetic`` config from :func:`mergekit_config` to ``base``.
 
     Interprets the weights as mergekit does (first matching filter, else the default
@@ -147,7 +151,10 @@ def from_mergekit_config(config: Mapping[str, Any], base: Any, task_vectors: Seq
     models = list(config.get("models", []))
     if len(models) != len(task_vectors):
         raise ValueError(f"config has {len(models)} models, got {len(task_vectors)} task vectors")
-    state = {k: v.detach().clone() for k, v in (base.state_dict() if isinstance(base, torch.nn.Module) else base).items()}
+    state = {
+        k: v.detach().clone()
+        for k, v in (base.state_dict() if isinstance(base, torch.nn.Module) else base).items()
+    }
     for entry, tv in zip(models, task_vectors, strict=True):
         weight = entry.get("parameters", {}).get("weight", 1.0)
         for key, d in tv.delta.items():
@@ -158,7 +165,9 @@ def from_mergekit_config(config: Mapping[str, Any], base: Any, task_vectors: Seq
 class _GA:
     """A (mu + lambda) Gaussian-mutation genetic algorithm with cma's ask/tell interface."""
 
-    def __init__(self, x0: np.ndarray, sigma: float, bounds: tuple[float, float], popsize: int, seed: int):
+    def __init__(
+        self, x0: np.ndarray, sigma: float, bounds: tuple[float, float], popsize: int, seed: int
+    ):
         self.rng = np.random.default_rng(seed)
         self.sigma, self.bounds, self.popsize = sigma, bounds, popsize
         self.parents = [(math.inf, np.asarray(x0, dtype=float))]
@@ -275,7 +284,9 @@ class OPIC:
         base_params = dict(base.named_parameters())
         missing = [n for n in self._names if n not in base_params]
         if missing:
-            raise ValueError(f"task vectors change tensors that are not base parameters: {missing[:5]}")
+            raise ValueError(
+                f"task vectors change tensors that are not base parameters: {missing[:5]}"
+            )
         self._base = {n: base_params[n].detach().cpu().clone() for n in self._names}
         self._scorer: CachedScorer | None = None
         self.n_labeled_items_ = 0
@@ -288,19 +299,28 @@ class OPIC:
         onehot = np.array([1.0 if t == task else 0.0 for t in self.tasks])
         return merge(self.base, self.task_vectors, onehot)
 
-    def _pseudo_inputs(self, task: str, instruction: str, pool: Sequence[str] | None, rng: Any) -> list[str]:
+    def _pseudo_inputs(
+        self, task: str, instruction: str, pool: Sequence[str] | None, rng: Any
+    ) -> list[str]:
         if pool is not None:
             items = [str(x) for x in pool if str(x).strip()]
             if len(items) < self.n_shots + 1:
-                raise ValueError(f"inputs[{task!r}] needs at least n_shots + 1 = {self.n_shots + 1} items")
+                raise ValueError(
+                    f"inputs[{task!r}] needs at least n_shots + 1 = {self.n_shots + 1} items"
+                )
             pick = rng.choice(len(items), size=min(self.n_pseudo, len(items)), replace=False)
             return [items[i] for i in pick]
         found: list[str] = []
         for attempt in range(4):
             prompts = [f"{instruction}\nInput:"] * (2 * self.n_pseudo)
             outs = generate(
-                self.base, self.tokenizer, prompts, max_new_tokens=self.max_new_tokens, sample=True,
-                seed=self.seed + 1000 * attempt + zlib.crc32(task.encode()) % 997, device=self.device,
+                self.base,
+                self.tokenizer,
+                prompts,
+                max_new_tokens=self.max_new_tokens,
+                sample=True,
+                seed=self.seed + 1000 * attempt + zlib.crc32(task.encode()) % 997,
+                device=self.device,
             )
             for o in outs:
                 if o and o not in found:
@@ -308,10 +328,14 @@ class OPIC:
             if len(found) >= self.n_pseudo:
                 break
         if len(found) < self.n_shots + 1:
-            raise RuntimeError(f"the base model generated too few distinct inputs for task {task!r}")
+            raise RuntimeError(
+                f"the base model generated too few distinct inputs for task {task!r}"
+            )
         return found[: self.n_pseudo]
 
-    def _self_generate(self, task_instructions: Mapping[str, str], inputs: Any) -> dict[str, list[tuple[str, str]]]:
+    def _self_generate(
+        self, task_instructions: Mapping[str, str], inputs: Any
+    ) -> dict[str, list[tuple[str, str]]]:
         rng = np.random.default_rng(self.seed)
         data = {}
         for task in self.tasks:
@@ -320,8 +344,11 @@ class OPIC:
             xs = self._pseudo_inputs(task, instr, pool, rng)
             model = self.task_model(task)
             ys = generate(
-                model, self.tokenizer, [f"{instr}\nInput: {x}\nOutput:" for x in xs],
-                max_new_tokens=self.max_new_tokens, device=self.device,
+                model,
+                self.tokenizer,
+                [f"{instr}\nInput: {x}\nOutput:" for x in xs],
+                max_new_tokens=self.max_new_tokens,
+                device=self.device,
             )
             del model
             pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if y]
@@ -340,7 +367,12 @@ class OPIC:
                 others = [i for i in range(len(pairs)) if i != qi]
                 shots = rng.choice(others, size=self.n_shots, replace=False) if self.n_shots else []
                 demo = "".join(f"Input: {pairs[i][0]}\nOutput: {pairs[i][1]}\n" for i in shots)
-                out.append((f"{task_instructions[task]}\n{demo}Input: {pairs[qi][0]}\nOutput:", " " + pairs[qi][1]))
+                out.append(
+                    (
+                        f"{task_instructions[task]}\n{demo}Input: {pairs[qi][0]}\nOutput:",
+                        " " + pairs[qi][1],
+                    )
+                )
         return out
 
     # -- fitness --------------------------------------------------------------------
@@ -365,7 +397,9 @@ class OPIC:
     def icl_score(self, weights: Mapping[str, Any]) -> float:
         """The ICL objective of merged tensors ``weights`` (after :meth:`fit` built the data)."""
         if self._scorer is None:
-            raise RuntimeError("call fit() first: the ICL prompts are built from self-generated data")
+            raise RuntimeError(
+                "call fit() first: the ICL prompts are built from self-generated data"
+            )
         res = self._scorer.score(weights)
         per_task = res["mean_logprob"].reshape(len(self.tasks), self.n_queries).mean(axis=1)
         return float(per_task.mean())
@@ -380,7 +414,11 @@ class OPIC:
             first.setdefault(cmap[n], pmap[n])
         return np.stack([lam[:, pg[first[g]]] for g in cg], axis=1)
 
-    def fit(self, task_instructions: Mapping[str, str], inputs: Mapping[str, Sequence[str]] | None = None) -> OPIC:
+    def fit(
+        self,
+        task_instructions: Mapping[str, str],
+        inputs: Mapping[str, Sequence[str]] | None = None,
+    ) -> OPIC:
         """Self-generate the ICL data and optimize the coefficients level by level.
 
         Args:
@@ -397,12 +435,16 @@ class OPIC:
             ValueError: If the instructions do not name exactly the tasks.
         """
         if not isinstance(task_instructions, Mapping) or set(task_instructions) != set(self.tasks):
-            raise ValueError(f"task_instructions must map exactly the tasks {self.tasks} to strings")
+            raise ValueError(
+                f"task_instructions must map exactly the tasks {self.tasks} to strings"
+            )
         if inputs is not None and not isinstance(inputs, Mapping):
             raise TypeError("inputs must be a mapping task -> sequence of str, or None")
         self.pseudo_data_ = self._self_generate(task_instructions, inputs)
         pairs = self._icl_pairs(task_instructions)
-        self._scorer = CachedScorer(self.base, self.tokenizer, pairs, self._names, device=self.device)
+        self._scorer = CachedScorer(
+            self.base, self.tokenizer, pairs, self._names, device=self.device
+        )
         return self.search(self.icl_score)
 
     def search(self, objective: Callable[[dict[str, Any]], float]) -> OPIC:
@@ -423,8 +465,10 @@ class OPIC:
         lam = np.full((len(self.tasks), 1), self.init)
         parent = "task"
         for li, (level, budget) in enumerate(zip(self.levels, self.budgets, strict=True)):
-            lam = self._expand(lam, parent, level) if li else np.repeat(
-                lam, len(group_names(self.task_vectors, level)), axis=1
+            lam = (
+                self._expand(lam, parent, level)
+                if li
+                else np.repeat(lam, len(group_names(self.task_vectors, level)), axis=1)
             )
             shape = lam.shape
             evals = 0
@@ -444,9 +488,14 @@ class OPIC:
                 import cma
 
                 es: Any = cma.CMAEvolutionStrategy(
-                    x0, self.sigma,
-                    {"bounds": list(self.bounds), "seed": self.seed + 1 + li, "verbose": -9,
-                     "popsize": popsize},
+                    x0,
+                    self.sigma,
+                    {
+                        "bounds": list(self.bounds),
+                        "seed": self.seed + 1 + li,
+                        "verbose": -9,
+                        "popsize": popsize,
+                    },
                 )
             else:
                 es = _GA(x0, self.sigma, self.bounds, popsize, self.seed + li)
@@ -458,7 +507,11 @@ class OPIC:
                     evals += 1
                     losses.append(-fx)
                     if fx > best_f:
-                        best_f, best_lam, best_level = fx, np.asarray(x).reshape(shape).copy(), level
+                        best_f, best_lam, best_level = (
+                            fx,
+                            np.asarray(x).reshape(shape).copy(),
+                            level,
+                        )
                     if fx > level_best:
                         level_best, level_x = fx, np.asarray(x)
                     self.history_.append({"level": level, "fitness": fx, "best": best_f})
@@ -483,11 +536,16 @@ class OPIC:
         self._fitted()
         return merge(self.base, self.task_vectors, self.coefficients_, self.granularity_)
 
-    def to_mergekit_config(self, base_model: str = "base", model_paths: Sequence[str] | None = None) -> dict[str, Any]:
-        """The fitted merge as a mergekit ``task_arithmetic`` config (see :func:`mergekit_config`)."""
+    def to_mergekit_config(
+        self, base_model: str = "base", model_paths: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """The fitted merge as a mergekit ``task_arithmetic`` config (:func:`mergekit_config`)."""
         self._fitted()
         return mergekit_config(
-            self.task_vectors, self.coefficients_, self.granularity_, base_model=base_model,
+            self.task_vectors,
+            self.coefficients_,
+            self.granularity_,
+            base_model=base_model,
             model_paths=model_paths if model_paths is not None else list(self.tasks),
         )
 

@@ -236,9 +236,7 @@ def _coefficient_matrix(coefficients: Any, n_tasks: int, n_groups: int) -> np.nd
     return lam
 
 
-def merge(
-    base: Any, task_vectors: Any, coefficients: Any, granularity: str = "task"
-) -> Any:
+def merge(base: Any, task_vectors: Any, coefficients: Any, granularity: str = "task") -> Any:
     """``theta_0 + sum_k lambda_{k,g(tensor)} tau_k``: task arithmetic with group coefficients.
 
     Args:
@@ -313,7 +311,7 @@ def _disjoint_mean(stacked: Any) -> Any:
 
 def _trim(d: Any, density: float) -> Any:
     """Keep the ``density`` fraction of largest-magnitude entries of one tensor."""
-    k = int(math.ceil(density * d.numel()))
+    k = math.ceil(density * d.numel())
     if k >= d.numel():
         return d.clone()
     flat = d.abs().flatten()
@@ -348,7 +346,10 @@ def ties_merge(task_vectors: Any, density: float = 0.2) -> TaskVector:
     for key in keys:
         ref = next(tv.delta[key] for tv in tvs if key in tv.delta)
         stacked = torch.stack(
-            [_trim(tv.delta[key], density) if key in tv.delta else torch.zeros_like(ref) for tv in tvs]
+            [
+                _trim(tv.delta[key], density) if key in tv.delta else torch.zeros_like(ref)
+                for tv in tvs
+            ]
         )
         out[key] = _disjoint_mean(stacked)
     return TaskVector(out, "ties")
