@@ -140,11 +140,9 @@ def cusum_path(z: object, k: float = 0.0, h: float | None = None) -> CUSUMPath:
     k = check_float("k", k, low=0.0)
     if h is not None:
         h = check_float("h", h, low=0.0, low_inclusive=False)
-    stat = np.empty_like(z)
-    s = 0.0
-    for t, zt in enumerate(z):
-        s = max(0.0, s + zt - k)
-        stat[t] = s
+    # Lindley's recursion in closed form: S_t = C_t - min(0, min_{s<=t} C_s), C = cumsum(z - k).
+    c = np.cumsum(z - k)
+    stat = np.maximum(c - np.minimum(np.minimum.accumulate(c), 0.0), 0.0) if z.size else c
     score = float(stat.max()) if stat.size else 0.0
     alarm = onset = None
     if h is not None:
