@@ -133,18 +133,20 @@ class EntropyStream:
                 raise ValueError("the chat template does not render the system message verbatim")
             return start, start + len(content)
         # The template's default system prompt: the text that an empty system message removes.
+        # (It is a default prompt only if the empty message's rendering is the text with
+        # one span removed.)
         empty = self._render([{"role": "system", "content": ""}, *messages])
-        if empty == text:
-            raise ValueError(
-                "the chat template adds no default system prompt; pass a system message "
-                "(the CUSUM baseline is estimated on it)"
-            )
         lead = 0
         while lead < min(len(text), len(empty)) and text[lead] == empty[lead]:
             lead += 1
         tail = 0
         while tail < min(len(text), len(empty)) - lead and text[-1 - tail] == empty[-1 - tail]:
             tail += 1
+        if len(text) <= len(empty) or lead + tail < len(empty):
+            raise ValueError(
+                "the chat template adds no default system prompt; pass a system message "
+                "(the CUSUM baseline is estimated on it)"
+            )
         return lead, len(text) - tail
 
     def encode(self, messages: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
