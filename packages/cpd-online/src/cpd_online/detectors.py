@@ -54,9 +54,7 @@ class _StreamDetector(BaseEstimator):
                 "X holds prompts but the detector has no model/tokenizer; pass "
                 "StreamResult streams (EntropyStream.stream_batch) or give model and tokenizer"
             )
-        return EntropyStream(self.model, self.tokenizer, batch_size=self.batch_size).stream_batch(
-            X
-        )
+        return EntropyStream(self.model, self.tokenizer, batch_size=self.batch_size).stream_batch(X)
 
     def _score(self, s: StreamResult) -> float:  # pragma: no cover - abstract
         raise NotImplementedError

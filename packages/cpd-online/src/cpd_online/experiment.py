@@ -183,13 +183,17 @@ def _streams(ctx: RunContext, n_per_family: int, n_benign: int) -> tuple[dict, l
     cuts = np.cumsum(arrays["lengths"])[:-1]
     fields = ("token_ids", "entropies", "surprisal", "system_mask", "user_mask")
     parts = {f: np.split(arrays[f], cuts) for f in fields}
-    streams = [
-        StreamResult(*(parts[f][i] for f in fields)) for i in range(arrays["lengths"].size)
-    ]
+    streams = [StreamResult(*(parts[f][i] for f in fields)) for i in range(arrays["lengths"].size)]
     return arrays, streams, float(arrays["seconds"][0])
 
 
 # ---- detectors on precomputed streams ----------------------------------------------------------
+
+
+def _baseline(s: StreamResult) -> tuple[float, float]:
+    from cpd_online.cusum import robust_baseline
+
+    return robust_baseline(s.system_entropies)
 
 
 def _page_hinkley(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -279,7 +283,10 @@ def _f1(pred: np.ndarray, labels: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def _share(inside: np.ndarray, flagged: np.ndarray, axis: int = -1) -> np.ndarray:
-    return (inside & flagged).sum(axis=axis) / np.maximum(flagged.sum(axis=axis), 1)
+    """Share of flagged items whose alarm is inside the suffix; NaN where none is flagged."""
+    n = flagged.sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (inside & flagged).sum(axis=axis) / np.where(n > 0, n, 1), np.nan)
 
 
 def _split(labels: np.ndarray, families: np.ndarray, seed: int) -> np.ndarray:
@@ -342,7 +349,8 @@ def run(ctx: RunContext) -> Result:
             }
             if name in localizes:
                 fa = p & (y == 1)
-                row["in suffix"] = float(_share(inside[name][sel], fa))
+                share = float(_share(inside[name][sel], fa))
+                row["in suffix"] = share if np.isfinite(share) else None
                 err = np.abs(onsets[name][sel] - onset[sel])[fa & (onsets[name][sel] >= 0)]
                 row["onset err"] = float(err.mean()) if err.size else None
             table.add_row(**row)
@@ -381,9 +389,7 @@ def run(ctx: RunContext) -> Result:
             f"F1 of {cpd} minus F1 of {best_w} (the window with the best calibration F1) on "
             f"the test split, thresholds at {FPR:.0%} calibration-benign FPR; holds if the "
             "95% CI lies above 0, does not hold if below",
-            stats.bootstrap_band(
-                [idx], f1_diff, low=0.0, effect_name="F1 difference", test=boot
-            ),
+            stats.bootstrap_band([idx], f1_diff, low=0.0, effect_name="F1 difference", test=boot),
             {"best window": best_w},
         ),
         Claim.from_evidence(
@@ -411,9 +417,32 @@ def run(ctx: RunContext) -> Result:
             {"best window": best_w},
         ),
     ]
+    cpd_det = CPDClassifier()
+    mu0, sigma0 = _baseline(streams[0])
+    seg = {"benign user tokens": [], "behaviour tokens": [], "suffix tokens": []}
+    for i, s in enumerate(streams):
+        z = cpd_det.standardized(s)
+        if labels[i] == 0:
+            seg["benign user tokens"].append(z)
+        else:
+            seg["behaviour tokens"].append(z[: onset[i]])
+            seg["suffix tokens"].append(z[onset[i] :])
+    diag = Table(
+        "Where the standardized entropy z sits (all prompts; baseline from the system prompt)",
+        ["segment", "median z", "mean z", "tokens"],
+        note=f"system-prompt baseline: mu0 = {mu0:.3f} nats, sigma0 = {sigma0:.3f} nats "
+        "(median, 1.4826 MAD of its 16 content tokens; the same for every prompt).",
+    )
+    for name, parts in seg.items():
+        z = np.concatenate(parts) if parts else np.zeros(0)
+        diag.add_row(
+            segment=name,
+            **{"median z": float(np.median(z)), "mean z": float(z.mean())},
+            tokens=int(z.size),
+        )
     n_tokens = int(arrays["lengths"].sum())
     return Result(
-        tables=[table],
+        tables=[table, diag],
         claims=claims,
         data={
             "thresholds": thresholds,
