@@ -20,12 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from cpd_online import CUSUMDetector, EntropyStream
 from icml26_core.datasets.prompts import benign_instructions, load_prompts
 from icml26_core.lm import load_smollm2
 from icml26_core.timing import compare_times
 from river.drift import PageHinkley
-
-from cpd_online import CUSUMDetector, EntropyStream
 
 
 def main() -> None:
@@ -50,10 +49,14 @@ def main() -> None:
                     mask[j, : e.size] = 1
                 model(input_ids=x, attention_mask=mask)
 
-    lines = [f"python {sys.version.split()[0]}, torch {torch.__version__}, 1 thread, "
-             f"load average {os.getloadavg()[0]:.1f} at start", ""]
-    c = compare_times(lambda: es.stream_batch(prompts), plain, repeats=5,
-                      names=("EntropyStream", "plain forward"))
+    lines = [
+        f"python {sys.version.split()[0]}, torch {torch.__version__}, 1 thread, "
+        f"load average {os.getloadavg()[0]:.1f} at start",
+        "",
+    ]
+    c = compare_times(
+        lambda: es.stream_batch(prompts), plain, repeats=5, names=("EntropyStream", "plain forward")
+    )
     ratio = c.median_a / c.median_b
     lines += [
         f"1. {len(prompts)} prompts, {n_tokens} templated tokens, batch 8, 5 interleaved rounds",
