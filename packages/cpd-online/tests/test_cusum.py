@@ -50,7 +50,7 @@ def test_streaming_equals_batch(k):
     assert det.alarm_ == path.alarm and det.onset_ == path.onset
     assert det.max_ == pytest.approx(path.score, abs=1e-9)
     det.reset()
-    assert det.statistic_ == 0.0 and det.alarm_ is None and det.t_ == 0
+    assert det.statistic_ == 0.0 and det.alarm_ is None and det.t_ == 0  # exact: reset value
 
 
 @pytest.mark.parametrize("tau", [0, 1, 17, 40])
