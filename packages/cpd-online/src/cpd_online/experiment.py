@@ -93,7 +93,7 @@ def build_prompts(
         try:
             for c in range(0, len(beast_behaviours), 8):
                 chunk = beast_behaviours[c : c + 8]
-                enc = tok(chunk, return_tensors="pt", padding=True)
+                enc = tok(chunk, return_tensors="pt", padding=True).to(model.device)
                 with torch.no_grad():
                     gen = model.generate(
                         **enc,
