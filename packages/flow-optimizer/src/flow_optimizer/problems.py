@@ -254,8 +254,17 @@ class _NewsvendorInstance(Problem):
         self.penalty = 2.0 * float(price.max())  # exact penalty: > any capacity multiplier
         self.lower = torch.zeros(d, dtype=torch.float64)
         self.upper = torch.full((d,), 3.0, dtype=torch.float64)
-        self.optimum = _newsvendor_lp(price, cost, demand, capacity, 3.0)
         self.lower_bound = None
+        self._optimum: float | None = None
+
+    @property
+    def optimum(self) -> float:  # type: ignore[override]
+        """LP optimum of the sample-average problem, solved on first access (reporting only)."""
+        if self._optimum is None:
+            self._optimum = _newsvendor_lp(
+                self.price.numpy(), self.cost.numpy(), self.demand.numpy(), self.capacity, 3.0
+            )
+        return self._optimum
 
     def f(self, X: torch.Tensor) -> torch.Tensor:
         D = self.demand.to(X.dtype)
