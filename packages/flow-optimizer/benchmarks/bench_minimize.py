@@ -54,9 +54,9 @@ def main() -> None:
         return fam.sample_instance(r, 10)
 
     t = time.perf_counter()
-    opt.fit_flow_matching(sampler, iterations=20, instances_per_iteration=4)
+    opt.fit_flow_matching(sampler, iterations=15, instances_per_iteration=3)
     t1 = time.perf_counter()
-    opt.fine_tune(sampler, iterations=25, instances_per_iteration=4)
+    opt.fine_tune(sampler, iterations=20, instances_per_iteration=3)
     t2 = time.perf_counter()
     print(f"training at d = 10 (default experiment): stage 1 {t1 - t:.1f} s, stage 2 "
           f"{t2 - t1:.1f} s")

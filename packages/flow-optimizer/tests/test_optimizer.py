@@ -87,26 +87,26 @@ class _Line(Problem):
 
 
 def test_flow_matching_learns_a_known_target_map():
-    """Target map: shrink halfway to the population mean, so (x1 - x0)/std = -z / 2."""
+    """Target map: move every candidate up by half the population std, so the straight-path
+    displacement in std units is x1 - x0 = 0.5 at every point of the path."""
 
-    def halfway(self, problem, X, F, M, g):
-        X1 = X - 0.5 * (X - X.mean(0, keepdim=True))
+    def up_half_std(self, problem, X, F, M, g):
+        X1 = X + 0.5 * X.std(0, keepdim=True, unbiased=False)
         return X1, problem.f(X1)
 
     torch.manual_seed(0)
     opt = FlowOptimizer(VelocityField(hidden=16), n_candidates=16, n_steps=3)
-    with mock.patch.object(FlowOptimizer, "_targets", halfway):
+    with mock.patch.object(FlowOptimizer, "_targets", up_half_std):
         losses = opt.fit_flow_matching(
-            lambda rng: _Line(), iterations=150, instances_per_iteration=1, lr=1e-2
+            lambda rng: _Line(), iterations=100, instances_per_iteration=1, lr=1e-2
         )
-    assert np.mean(losses[-10:]) < 0.15 * np.mean(losses[:10])
+    assert np.mean(losses[-10:]) < 0.05 * np.mean(losses[:10])
     X = _Line().sample_uniform(16, torch.Generator().manual_seed(5), torch.float32)
     F, G = _Line().value_and_grad(X)
     h, _ = population_features(X, F, G, 0.1, torch.tensor([2.0]))
     with torch.no_grad():
         u = opt.field(h)
-    z = h[..., 0]
-    assert float((u + 0.5 * z).abs().mean()) < 0.1
+    assert float((u - 0.5).abs().max()) < 0.05
 
 
 def test_training_improves_over_untrained_and_never_calls_the_reference_solver():
@@ -125,7 +125,7 @@ def test_fine_tune_lowers_the_unrolled_loss():
     fam = family("rastrigin")
     torch.manual_seed(0)
     opt = FlowOptimizer(n_candidates=16, n_steps=5)
-    losses = opt.fine_tune(lambda r: fam.sample_instance(r, 3), iterations=40,
+    losses = opt.fine_tune(lambda r: fam.sample_instance(r, 3), iterations=25,
                            instances_per_iteration=2, lr=3e-3)
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
 

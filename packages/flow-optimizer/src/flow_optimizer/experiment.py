@@ -43,8 +43,8 @@ BASELINES = [CMA, ADAM, RANDOM]
 def _config(ctx: RunContext) -> dict[str, Any]:
     return ctx.pick(
         smoke={"N": 8, "K": 4, "d": 4, "n_test": 5, "n_gen": 3, "fm": 3, "ft": 3, "inst": 2},
-        default={"N": 32, "K": 19, "d": 10, "n_test": 20, "n_gen": 10, "fm": 20, "ft": 25,
-                 "inst": 4},
+        default={"N": 32, "K": 19, "d": 10, "n_test": 15, "n_gen": 8, "fm": 15, "ft": 20,
+                 "inst": 3},
         full={"N": 64, "K": 49, "d": 50, "n_test": 100, "n_gen": 30, "fm": 300, "ft": 300,
               "inst": 8},
     )
