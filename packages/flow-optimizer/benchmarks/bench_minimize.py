@@ -58,8 +58,9 @@ def main() -> None:
     t1 = time.perf_counter()
     opt.fine_tune(sampler, iterations=20, instances_per_iteration=3)
     t2 = time.perf_counter()
-    print(f"training at d = 10 (default experiment): stage 1 {t1 - t:.1f} s, stage 2 "
-          f"{t2 - t1:.1f} s")
+    print(
+        f"training at d = 10 (default experiment): stage 1 {t1 - t:.1f} s, stage 2 {t2 - t1:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -113,10 +113,10 @@ def test_training_improves_over_untrained_and_never_calls_the_reference_solver()
     fam = Newsvendor(scenarios=10)
     opt = FlowOptimizer(n_candidates=8, n_steps=4)
     with mock.patch("flow_optimizer.problems._newsvendor_lp") as lp:
-        opt.fit_flow_matching(lambda r: fam.sample_instance(r, 3), iterations=2,
-                              instances_per_iteration=1)
-        opt.fine_tune(lambda r: fam.sample_instance(r, 3), iterations=2,
-                      instances_per_iteration=1)
+        opt.fit_flow_matching(
+            lambda r: fam.sample_instance(r, 3), iterations=2, instances_per_iteration=1
+        )
+        opt.fine_tune(lambda r: fam.sample_instance(r, 3), iterations=2, instances_per_iteration=1)
         opt.minimize(fam.sample_instance(np.random.default_rng(9), 3), 40)
     lp.assert_not_called()
 
@@ -125,8 +125,9 @@ def test_fine_tune_lowers_the_unrolled_loss():
     fam = family("rastrigin")
     torch.manual_seed(0)
     opt = FlowOptimizer(n_candidates=16, n_steps=5)
-    losses = opt.fine_tune(lambda r: fam.sample_instance(r, 3), iterations=25,
-                           instances_per_iteration=2, lr=3e-3)
+    losses = opt.fine_tune(
+        lambda r: fam.sample_instance(r, 3), iterations=25, instances_per_iteration=2, lr=3e-3
+    )
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
 
 

@@ -37,8 +37,12 @@ def _np_levy(z):
     )
 
 
-REFS = {"rastrigin": _np_rastrigin, "ackley": _np_ackley, "rosenbrock": _np_rosenbrock,
-        "levy": _np_levy}
+REFS = {
+    "rastrigin": _np_rastrigin,
+    "ackley": _np_ackley,
+    "rosenbrock": _np_rosenbrock,
+    "levy": _np_levy,
+}
 
 
 @pytest.mark.parametrize("name", sorted(REFS))
@@ -54,8 +58,9 @@ def test_benchmark_matches_numpy_and_optimum_at_shift(name):
     assert np.all(np.abs(s) <= 2.0)
 
 
-@pytest.mark.parametrize("name", ["rastrigin", "ackley", "rosenbrock", "levy", "arm-ik",
-                                  "newsvendor"])
+@pytest.mark.parametrize(
+    "name", ["rastrigin", "ackley", "rosenbrock", "levy", "arm-ik", "newsvendor"]
+)
 def test_gradient_matches_finite_differences(name):
     p = family(name).sample_instance(RNG(1), 4)
     X = p.sample_uniform(3, torch.Generator().manual_seed(1), torch.float64)
@@ -108,5 +113,11 @@ def test_bad_dim_names_the_argument():
 
 
 def test_families_listed():
-    assert set(problems.FAMILIES) == {"rastrigin", "ackley", "rosenbrock", "levy", "arm-ik",
-                                      "newsvendor"}
+    assert set(problems.FAMILIES) == {
+        "rastrigin",
+        "ackley",
+        "rosenbrock",
+        "levy",
+        "arm-ik",
+        "newsvendor",
+    }

@@ -74,15 +74,13 @@ def multistart_adam(
         v = b2 * v + (1 - b2) * G * G
         mh, vh = m / (1 - b1**k), v / (1 - b2**k)
         X = torch.minimum(torch.maximum(X - step * mh / (vh.sqrt() + eps), lo), hi)
-    return OptResult(
-        x=best_x, f=best_f, history=hist, evaluations=n_starts * (budget // n_starts)
-    )
+    return OptResult(x=best_x, f=best_f, history=hist, evaluations=n_starts * (budget // n_starts))
 
 
 def cma_es(
     problem: Problem, budget: int, *, seed: int = 0, sigma0: float = 0.3, popsize: int | None = None
 ) -> OptResult:
-    """pycma CMA-ES from a uniform start, ``sigma0`` times the box width, box bounds.
+    """Pycma CMA-ES from a uniform start, ``sigma0`` times the box width, box bounds.
 
     Stops before a generation would pass ``budget`` evaluations.
 

@@ -43,10 +43,26 @@ BASELINES = [CMA, ADAM, RANDOM]
 def _config(ctx: RunContext) -> dict[str, Any]:
     return ctx.pick(
         smoke={"N": 8, "K": 4, "d": 4, "n_test": 5, "n_gen": 3, "fm": 3, "ft": 3, "inst": 2},
-        default={"N": 32, "K": 19, "d": 10, "n_test": 15, "n_gen": 8, "fm": 15, "ft": 20,
-                 "inst": 3},
-        full={"N": 64, "K": 49, "d": 50, "n_test": 100, "n_gen": 30, "fm": 300, "ft": 300,
-              "inst": 8},
+        default={
+            "N": 32,
+            "K": 19,
+            "d": 10,
+            "n_test": 15,
+            "n_gen": 8,
+            "fm": 15,
+            "ft": 20,
+            "inst": 3,
+        },
+        full={
+            "N": 64,
+            "K": 49,
+            "d": 50,
+            "n_test": 100,
+            "n_gen": 30,
+            "fm": 300,
+            "ft": 300,
+            "inst": 8,
+        },
     )
 
 
@@ -65,11 +81,17 @@ def _instances(name: str, dim: int, seed: int, n: int) -> list[Problem]:
 def _pick_adam_lr(name: str, cfg: dict[str, Any], budget: int) -> float:
     val = _instances(name, cfg["d"], VALIDATION_SEED, 5)
     scores = {
-        lr: float(np.median([
-            np.log10(_gap(p, multistart_adam(p, budget, n_starts=cfg["N"], lr=lr, seed=i))
-                     + GAP_FLOOR)
-            for i, p in enumerate(val)
-        ]))
+        lr: float(
+            np.median(
+                [
+                    np.log10(
+                        _gap(p, multistart_adam(p, budget, n_starts=cfg["N"], lr=lr, seed=i))
+                        + GAP_FLOOR
+                    )
+                    for i, p in enumerate(val)
+                ]
+            )
+        )
         for lr in ADAM_LRS
     }
     return min(scores, key=scores.__getitem__)
@@ -143,8 +165,7 @@ def run(ctx: RunContext) -> Result:
     )
     train = Table(
         "training time per family (wall seconds, this run) and Adam's validation-picked step",
-        ["family", "stage 1 s", "stage 2 s", "stage 1 final loss", "stage 2 final loss",
-         "Adam lr"],
+        ["family", "stage 1 s", "stage 2 s", "stage 1 final loss", "stage 2 final loss", "Adam lr"],
     )
     all_gaps: dict[str, dict[str, list[float]]] = {}
     gen_gaps: dict[str, dict[str, list[float]]] = {}
@@ -158,49 +179,70 @@ def run(ctx: RunContext) -> Result:
         flow = FlowOptimizer(n_candidates=N, n_steps=K)
         t0 = time.perf_counter()
         l1 = flow.fit_flow_matching(
-            sampler, iterations=cfg["fm"], instances_per_iteration=cfg["inst"],
+            sampler,
+            iterations=cfg["fm"],
+            instances_per_iteration=cfg["inst"],
             seed=TRAIN_SEED * (fi + 1) + ctx.seed,
         )
         t1 = time.perf_counter()
-        stage1 = FlowOptimizer(
-            type(flow.field)(flow.field.hidden), n_candidates=N, n_steps=K
-        )
+        stage1 = FlowOptimizer(type(flow.field)(flow.field.hidden), n_candidates=N, n_steps=K)
         stage1.field.load_state_dict(flow.field.state_dict())
         l2 = flow.fine_tune(
-            sampler, iterations=cfg["ft"], instances_per_iteration=cfg["inst"],
+            sampler,
+            iterations=cfg["ft"],
+            instances_per_iteration=cfg["inst"],
             seed=TRAIN_SEED * (fi + 1) + 500 + ctx.seed,
         )
         t2 = time.perf_counter()
         lr = _pick_adam_lr(name, cfg, budget)
-        train.add_row(**{
-            "family": name, "stage 1 s": t1 - t0, "stage 2 s": t2 - t1,
-            "stage 1 final loss": l1[-1], "stage 2 final loss": l2[-1], "Adam lr": lr,
-        })
+        train.add_row(
+            **{
+                "family": name,
+                "stage 1 s": t1 - t0,
+                "stage 2 s": t2 - t1,
+                "stage 1 final loss": l1[-1],
+                "stage 2 final loss": l2[-1],
+                "Adam lr": lr,
+            }
+        )
         flows = {FLOW: flow, STAGE1: stage1}
         test = _instances(name, d, TEST_SEED, cfg["n_test"])
         gaps, secs = _run_all(test, flows, cfg, budget, lr)
         all_gaps[name] = gaps
         for m in METHODS:
-            main.add_row(**{
-                "family": name, "method": m, "median gap": _median(gaps[m]),
-                "p90 gap": float(np.quantile(gaps[m], 0.9)), "n": len(gaps[m]),
-                "s / run": secs[m] if m != FLOOR else None,
-            })
+            main.add_row(
+                **{
+                    "family": name,
+                    "method": m,
+                    "median gap": _median(gaps[m]),
+                    "p90 gap": float(np.quantile(gaps[m], 0.9)),
+                    "n": len(gaps[m]),
+                    "s / run": secs[m] if m != FLOOR else None,
+                }
+            )
         ref = max(_median(gaps[FLOW]), GAP_FLOOR)
         ratios.add_row(family=name, **{m: _median(gaps[m]) / ref for m in METHODS if m != FLOW})
         if name in GENERALIZE:
             big = _instances(name, 10 * d, TEST_SEED, cfg["n_gen"])
             g2, _ = _run_all(big, flows, cfg, budget, lr)
             gen_gaps[name] = g2
-            gen.add_row(family=name, d=10 * d, n=len(big),
-                        **{m: _median(g2[m]) for m in METHODS[:5]})
+            gen.add_row(
+                family=name, d=10 * d, n=len(big), **{m: _median(g2[m]) for m in METHODS[:5]}
+            )
 
     # claim 1: FlowOptimizer beats every baseline on >= 5 of the families
     per_family = [
         Claim.all_of(
             f"{name}: FlowOptimizer's gap is below every baseline's.",
-            [_beats(f"{name}: FlowOptimizer beats {b}.", all_gaps[name][FLOW],
-                    all_gaps[name][b], ("FlowOptimizer", b)) for b in BASELINES],
+            [
+                _beats(
+                    f"{name}: FlowOptimizer beats {b}.",
+                    all_gaps[name][FLOW],
+                    all_gaps[name][b],
+                    ("FlowOptimizer", b),
+                )
+                for b in BASELINES
+            ],
         )
         for name in FAMILIES
     ]
@@ -230,8 +272,12 @@ def run(ctx: RunContext) -> Result:
         f"Trained at d = {d}, at d = {10 * d} FlowOptimizer still beats CMA-ES and "
         "multi-start Adam on the four benchmark functions.",
         [
-            _beats(f"{name}, d = {10 * d}: FlowOptimizer beats {b}.", gen_gaps[name][FLOW],
-                   gen_gaps[name][b], ("FlowOptimizer", b))
+            _beats(
+                f"{name}, d = {10 * d}: FlowOptimizer beats {b}.",
+                gen_gaps[name][FLOW],
+                gen_gaps[name][b],
+                ("FlowOptimizer", b),
+            )
             for name in BENCHMARKS
             for b in (CMA, ADAM)
         ],
@@ -239,8 +285,12 @@ def run(ctx: RunContext) -> Result:
     c3 = Claim.all_of(
         "Stage 2 helps: the fine-tuned field beats the stage-1-only field on every family.",
         [
-            _beats(f"{name}: fine-tuned beats stage 1 only.", all_gaps[name][FLOW],
-                   all_gaps[name][STAGE1], ("fine-tuned", "stage 1 only"))
+            _beats(
+                f"{name}: fine-tuned beats stage 1 only.",
+                all_gaps[name][FLOW],
+                all_gaps[name][STAGE1],
+                ("fine-tuned", "stage 1 only"),
+            )
             for name in FAMILIES
         ],
     )

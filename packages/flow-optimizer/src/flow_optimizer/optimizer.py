@@ -113,9 +113,7 @@ class VelocityField(nn.Module):
         self.phi = nn.Sequential(
             nn.Linear(N_FEATURES, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU()
         )
-        self.head = nn.Sequential(
-            nn.Linear(3 * hidden, hidden), nn.GELU(), nn.Linear(hidden, 1)
-        )
+        self.head = nn.Sequential(nn.Linear(3 * hidden, hidden), nn.GELU(), nn.Linear(hidden, 1))
         nn.init.zeros_(self.head[-1].weight)
         nn.init.zeros_(self.head[-1].bias)
 

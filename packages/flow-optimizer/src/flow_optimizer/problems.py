@@ -171,22 +171,22 @@ class _Benchmark(ProblemFamily):
         return _ShiftedRotated(self.base, shift, _rotation(rng, dim), self.bound)
 
 
-def Rastrigin() -> ProblemFamily:  # noqa: N802 - reads like a class
+def Rastrigin() -> ProblemFamily:
     """Shifted, rotated Rastrigin in [-5, 5]^d (optimum 0)."""
     return _Benchmark("rastrigin")
 
 
-def Ackley() -> ProblemFamily:  # noqa: N802
+def Ackley() -> ProblemFamily:
     """Shifted, rotated Ackley in [-5, 5]^d (optimum 0)."""
     return _Benchmark("ackley")
 
 
-def Rosenbrock() -> ProblemFamily:  # noqa: N802
+def Rosenbrock() -> ProblemFamily:
     """Shifted, rotated Rosenbrock in [-5, 5]^d (optimum 0)."""
     return _Benchmark("rosenbrock")
 
 
-def Levy() -> ProblemFamily:  # noqa: N802
+def Levy() -> ProblemFamily:
     """Shifted, rotated Levy in [-5, 5]^d (optimum 0)."""
     return _Benchmark("levy")
 
