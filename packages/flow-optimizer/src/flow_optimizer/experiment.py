@@ -176,7 +176,7 @@ def run(ctx: RunContext) -> Result:
             return fam.sample_instance(rng, d)
 
         torch.manual_seed(ctx.seed + fi)
-        flow = FlowOptimizer(n_candidates=N, n_steps=K)
+        flow = FlowOptimizer(n_candidates=N, n_steps=K, device=ctx.device)
         t0 = time.perf_counter()
         l1 = flow.fit_flow_matching(
             sampler,
@@ -185,7 +185,9 @@ def run(ctx: RunContext) -> Result:
             seed=TRAIN_SEED * (fi + 1) + ctx.seed,
         )
         t1 = time.perf_counter()
-        stage1 = FlowOptimizer(type(flow.field)(flow.field.hidden), n_candidates=N, n_steps=K)
+        stage1 = FlowOptimizer(
+            type(flow.field)(flow.field.hidden), n_candidates=N, n_steps=K, device=ctx.device
+        )
         stage1.field.load_state_dict(flow.field.state_dict())
         l2 = flow.fine_tune(
             sampler,

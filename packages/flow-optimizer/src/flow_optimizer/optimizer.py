@@ -300,12 +300,13 @@ class FlowOptimizer:
         lo, hi = _bounds(problem, self.dtype, self.device)
         N, d = X.shape
         scale = X.std(0, keepdim=True, unbiased=False) + 1e-8 * (hi - lo)
+        # drawn on the CPU with the CPU generator, then moved: the same draws on any device
         sig = torch.exp(
-            torch.empty(N, n_proposals, 1, device=X.device, dtype=X.dtype).uniform_(
+            torch.empty(N, n_proposals, 1, dtype=X.dtype).uniform_(
                 float(np.log(0.05)), 0.0, generator=g
             )
-        )
-        eps = torch.randn(N, n_proposals, d, generator=g, dtype=X.dtype, device=X.device)
+        ).to(X.device)
+        eps = torch.randn(N, n_proposals, d, generator=g, dtype=X.dtype).to(X.device)
         P = torch.minimum(torch.maximum(X[:, None] + sig * scale * eps, lo), hi)
         with torch.no_grad():
             FP = problem.f(P.reshape(-1, d)).reshape(N, n_proposals)

@@ -105,7 +105,7 @@ class _ShiftedRotated(Problem):
         self.lower_bound = 0.0
 
     def f(self, X: torch.Tensor) -> torch.Tensor:
-        Z = (X - self.shift.to(X.dtype)) @ self.rot.to(X.dtype).T
+        Z = (X - self.shift.to(X)) @ self.rot.to(X).T
         return BASE_FUNCTIONS[self.name](Z)
 
 
@@ -205,11 +205,11 @@ class _ArmInstance(Problem):
     def end_effector(self, X: torch.Tensor) -> torch.Tensor:
         """Planar end-effector position ``(N, 2)`` of joint angles ``X`` ``(N, d)`` (radians)."""
         phi = torch.cumsum(X, dim=-1)
-        L = self.lengths.to(X.dtype)
+        L = self.lengths.to(X)
         return torch.stack([(L * torch.cos(phi)).sum(-1), (L * torch.sin(phi)).sum(-1)], -1)
 
     def f(self, X: torch.Tensor) -> torch.Tensor:
-        return ((self.end_effector(X) - self.target.to(X.dtype)) ** 2).sum(-1)
+        return ((self.end_effector(X) - self.target.to(X)) ** 2).sum(-1)
 
 
 @dataclass(frozen=True)
@@ -267,9 +267,9 @@ class _NewsvendorInstance(Problem):
         return self._optimum
 
     def f(self, X: torch.Tensor) -> torch.Tensor:
-        D = self.demand.to(X.dtype)
+        D = self.demand.to(X)
         sold = torch.minimum(X[:, None, :], D[None]).mean(1)  # (N, d) expected sales
-        profit = (sold * self.price.to(X.dtype)).sum(-1) - (X * self.cost.to(X.dtype)).sum(-1)
+        profit = (sold * self.price.to(X)).sum(-1) - (X * self.cost.to(X)).sum(-1)
         excess = torch.relu(X.sum(-1) - self.capacity)
         return -profit + self.penalty * excess
 
