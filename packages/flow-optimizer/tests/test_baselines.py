@@ -1,0 +1,32 @@
+import numpy as np
+import pytest
+import torch
+from flow_optimizer.baselines import cma_es, multistart_adam, random_search
+from flow_optimizer.problems import family
+
+
+@pytest.fixture
+def sphere_like():
+    return family("rosenbrock").sample_instance(np.random.default_rng(0), 3)
+
+
+def test_budgets_are_respected(sphere_like):
+    p = sphere_like
+    assert random_search(p, 100, batch=32).evaluations == 100
+    assert multistart_adam(p, 100, n_starts=32).evaluations == 96
+    assert cma_es(p, 100).evaluations <= 100
+
+
+def test_reported_value_is_the_value_at_the_point(sphere_like):
+    p = sphere_like
+    for res in (random_search(p, 64), multistart_adam(p, 64, n_starts=8), cma_es(p, 64)):
+        f = float(p.f(torch.as_tensor(res.x, dtype=torch.float64)[None])[0])
+        assert abs(f - res.f) < 1e-9 * max(1.0, abs(f))
+        assert np.all(res.x >= -5 - 1e-12) and np.all(res.x <= 5 + 1e-12)
+        assert all(a >= b for a, b in zip(res.history, res.history[1:], strict=False))
+
+
+def test_adam_descends_on_a_smooth_problem(sphere_like):
+    p = sphere_like
+    res = multistart_adam(p, 2000, n_starts=4, lr=0.01)
+    assert res.f < 0.05 * res.history[0]
