@@ -185,8 +185,11 @@ def ir_features(ir_text: str) -> dict[str, int]:
         if line.startswith("}"):
             in_fn = False
             continue
-        if line and not line[0].isspace() and line.rstrip().endswith(":") or re.match(
-            r"^\d+:", line
+        if (
+            (line
+            and not line[0].isspace()
+            and line.rstrip().endswith(":"))
+            or re.match(r"^\d+:", line)
         ):
             blocks += 1
             continue
@@ -312,9 +315,7 @@ class Evaluator:
             t = self.toolchain
             text = _run([t.llvm_dis, str(bc), "-o", "-"], self.timeout).stdout
             feats = ir_features(text)
-            loops = _run(
-                [t.opt, "-enable-new-pm=0", "-analyze", "-loops", str(bc)], self.timeout
-            )
+            loops = _run([t.opt, "-enable-new-pm=0", "-analyze", "-loops", str(bc)], self.timeout)
             feats["loops"] = (loops.stdout + loops.stderr).count("Loop at depth")
             self._features[key] = feats
         return dict(self._features[key])
@@ -349,7 +350,9 @@ class Evaluator:
                 r = _run([t.opt, "-enable-new-pm=0", *flags, str(bc), "-o", str(out_bc)],
                          self.timeout)  # fmt: skip
                 if r.returncode != 0:
-                    return self._store(key, seq, None, Evaluation(float("inf"), 0, False, "opt failed"))
+                    return self._store(
+                        key, seq, None, Evaluation(float("inf"), 0, False, "opt failed")
+                    )
             ir_hash = hashlib.sha256(out_bc.read_bytes()).hexdigest()
             with self._lock:
                 same = self._by_ir.get((key, ir_hash))
@@ -365,7 +368,9 @@ class Evaluator:
             if out_bc != bc:
                 out_bc.unlink(missing_ok=True)
 
-    def _store(self, key: str, seq: tuple[str, ...], ir_hash: str | None, ev: Evaluation) -> Evaluation:
+    def _store(
+        self, key: str, seq: tuple[str, ...], ir_hash: str | None, ev: Evaluation
+    ) -> Evaluation:
         with self._lock:
             self._by_seq[(key, seq)] = ev
             if ir_hash is not None:

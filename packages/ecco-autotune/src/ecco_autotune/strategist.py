@@ -189,7 +189,7 @@ class Strategist:
                         lps = torch.log_softmax(o2.logits[0].float(), -1)
                         lp += sum(float(lps[j, c]) for j, c in enumerate(cand[1:]))
                     res[intent] = lp / len(cand)
-        except Exception:  # noqa: BLE001 - any model failure means "no intent"
+        except Exception:  # any model failure means "no intent"
             return None
         if not all(math.isfinite(v) for v in res.values()):
             return None
