@@ -37,9 +37,9 @@ def run(ctx: RunContext) -> Result:
     except ImportError:  # pragma: no cover - torch comes with the repro extra
         pass
     test_names = ctx.pick(smoke=("md5",), default=TEST_PROGRAMS)
-    budget = ctx.pick(smoke=4, default=16, full=1000)
+    budget = ctx.pick(smoke=3, default=16, full=1000)
     population = ctx.pick(smoke=2, default=6, full=24)
-    input_bytes = ctx.pick(smoke=4096, default=8192, full=65536)
+    input_bytes = ctx.pick(smoke=2048, default=8192, full=65536)
     use_llm = ctx.scale != "smoke"
     workers = 2
     t0 = time.perf_counter()

@@ -224,12 +224,13 @@ class GeneticTuner:
         Raises:
             ValueError: If ``budget`` < ``population``.
         """
-        ev = _check_common(program, budget, evaluator)
+        check_int("budget", budget, low=1)
         if budget < self.population:
             raise ValueError(
                 f"budget must be >= population ({self.population}) so that one generation "
                 f"is evaluated, got {budget}"
             )
+        ev = _check_common(program, budget, evaluator)
         rng = np.random.default_rng(seed)
         tr = _Tracker(ev, program, budget, self.workers)
         self._start(program, ev, rng)
