@@ -1,15 +1,16 @@
 """Search operators, intents and the strategist: no toolchain needed."""
 
 import math
+from typing import ClassVar
 
 import numpy as np
 import pytest
 from ecco_autotune import (
+    ECCO,
     INTENTS,
     O3_PASSES,
     PASSES,
     RECIPES,
-    ECCO,
     GeneticTuner,
     Program,
     RandomSearch,
@@ -90,7 +91,7 @@ class _Broken:
 
 
 class _Tok:
-    vocab = {w: i for i, w in enumerate(["<x>", *sorted({t for i in INTENTS for t in i.split()})])}
+    vocab: ClassVar[dict[str, int]] = {w: i for i, w in enumerate(["<x>", *sorted({t for i in INTENTS for t in i.split()})])}
 
     def encode(self, text):
         return [self.vocab.get(t, 0) for t in text.split()] or [0]
@@ -145,7 +146,7 @@ def test_prompt_retrieves_the_nearest_examples():
 
 
 def test_bad_input_names_the_argument(tmp_path):
-    with pytest.raises(ValueError, match="passes.*empty"):
+    with pytest.raises(ValueError, match=r"passes.*empty"):
         validate_passes([])
     with pytest.raises(ValueError, match="unknown pass 'O3'"):
         validate_passes(["O3"])

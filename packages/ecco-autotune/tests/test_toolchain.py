@@ -12,7 +12,9 @@ def test_missing_tool_error_names_the_install_command(monkeypatch):
     monkeypatch.setattr(tc.shutil, "which", lambda n: None if "valgrind" in n else real(n))
     tc._check.cache_clear()
     try:
-        with pytest.raises(ToolchainError, match=r"valgrind.*apt-get install -y clang llvm valgrind"):
+        with pytest.raises(
+            ToolchainError, match=r"valgrind.*apt-get install -y clang llvm valgrind"
+        ):
             Toolchain.check()
     finally:
         tc._check.cache_clear()
@@ -60,7 +62,7 @@ def test_same_sequence_same_cycles(toolchain, tmp_path):
 def test_wrong_output_is_rejected_by_the_checksum(toolchain, tmp_path):
     ev = Evaluator(toolchain, workdir=tmp_path)
     p = Program.builtin("arc4", input_bytes=1024)
-    bc, ref = ev.base(p)
+    bc, _ = ev.base(p)
     ev._base[p.key()] = (bc, "0000000000000000 1024\n")  # a build whose output is "wrong"
     bad = ev.evaluate(p, ("sroa",))
     assert not bad.valid and bad.reason == "wrong output" and bad.cycles == float("inf")
@@ -70,13 +72,13 @@ def test_crashing_build_is_invalid(toolchain, tmp_path):
     """A program that is only correct at -O0 by luck (reads past a buffer) is caught."""
     drv = tmp_path / "d.c"
     drv.write_text(
-        '#include <stdio.h>\n#include <stdint.h>\n#include <stdlib.h>\n'
+        "#include <stdio.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
         "__attribute__((noinline)) size_t ecco_kernel(const uint8_t *in, size_t n, uint8_t *out)"
         "{ size_t s = 0; for (size_t i = 0; i < n; i++) s += in[i] * (i | 1); out[0] = (uint8_t)s;"
         " return 1; }\n"
         "int main(int c, char **v){ uint8_t in[256], out[1]; for (int i = 0; i < 256; i++) "
         "in[i] = (uint8_t)(i * 7); ecco_kernel(in, 256, out); if (c > 1 && v[1][0] == 'x') "
-        "abort(); printf(\"%d\\n\", out[0]); return 0; }\n"
+        'abort(); printf("%d\\n", out[0]); return 0; }\n'
     )
     ev = Evaluator(toolchain, workdir=tmp_path / "w")
     ok = ev.evaluate(Program((), str(drv), name="tiny"), ("mem2reg", "instcombine"))

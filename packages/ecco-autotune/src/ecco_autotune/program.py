@@ -185,11 +185,8 @@ def ir_features(ir_text: str) -> dict[str, int]:
         if line.startswith("}"):
             in_fn = False
             continue
-        if (
-            (line
-            and not line[0].isspace()
-            and line.rstrip().endswith(":"))
-            or re.match(r"^\d+:", line)
+        if (line and not line[0].isspace() and line.rstrip().endswith(":")) or re.match(
+            r"^\d+:", line
         ):
             blocks += 1
             continue
