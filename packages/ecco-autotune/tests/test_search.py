@@ -91,7 +91,8 @@ class _Broken:
 
 
 class _Tok:
-    vocab: ClassVar[dict[str, int]] = {w: i for i, w in enumerate(["<x>", *sorted({t for i in INTENTS for t in i.split()})])}
+    words = sorted({t for i in INTENTS for t in i.split()})
+    vocab: ClassVar[dict[str, int]] = {w: i for i, w in enumerate(["<x>", *words])}
 
     def encode(self, text):
         return [self.vocab.get(t, 0) for t in text.split()] or [0]
