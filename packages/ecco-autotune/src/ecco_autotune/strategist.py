@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,22 @@ def build_cot_dataset(
     return records
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence transformers' deprecation notices about ``past_key_values``."""
+    import logging
+
+    log = logging.getLogger("transformers")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        log.setLevel(level)
+
+
 def _vec(features: Mapping[str, int]) -> np.ndarray:
     v = np.log1p(np.array([float(features.get(k, 0)) for k in SHOWN]))
     return v / (np.linalg.norm(v) or 1.0)
@@ -176,7 +194,7 @@ class Strategist:
             ids = torch.tensor([tok.encode(prompt)])
             dev = next(self.model.parameters()).device
             self.calls += 1
-            with torch.no_grad():
+            with torch.no_grad(), _quiet():
                 out = self.model(ids.to(dev), use_cache=True)
                 last = torch.log_softmax(out.logits[0, -1].float(), -1)
                 res = {}
