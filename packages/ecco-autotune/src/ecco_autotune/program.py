@@ -243,6 +243,7 @@ class Evaluator:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.timeout = float(timeout)
         self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
         self._base: dict[str, tuple[Path, str]] = {}
         self._by_seq: dict[tuple[str, tuple[str, ...]], Evaluation] = {}
         self._by_ir: dict[tuple[str, str], Evaluation] = {}
@@ -284,9 +285,13 @@ class Evaluator:
     def base(self, program: Program) -> tuple[Path, str]:
         """The -O0 IR module of ``program`` and its reference output (built once)."""
         key = program.key()
-        with self._lock:
-            if key in self._base:
-                return self._base[key]
+        with self._build_lock:  # one build per program, even with concurrent callers
+            with self._lock:
+                if key in self._base:
+                    return self._base[key]
+            return self._build_base(program, key)
+
+    def _build_base(self, program: Program, key: str) -> tuple[Path, str]:
         d = self.workdir / key
         d.mkdir(exist_ok=True)
         bc = d / "base.bc"
@@ -405,6 +410,14 @@ class Evaluator:
 _DEFAULT: Evaluator | None = None
 
 
+def default_evaluator() -> Evaluator:
+    """The process-wide :class:`Evaluator` that :func:`evaluate` and the tuners share."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Evaluator()
+    return _DEFAULT
+
+
 def evaluate(program: Program, passes: tuple[str, ...] | list[str] | str) -> Evaluation:
     """Measure a pass sequence on a program with a shared :class:`Evaluator`.
 
@@ -420,7 +433,4 @@ def evaluate(program: Program, passes: tuple[str, ...] | list[str] | str) -> Eva
         ToolchainError: If clang, opt, llc, llvm-link, llvm-dis or valgrind is missing.
         ValueError: On an empty sequence or an unknown pass name.
     """
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = Evaluator()
-    return _DEFAULT.evaluate(program, passes)
+    return default_evaluator().evaluate(program, passes)

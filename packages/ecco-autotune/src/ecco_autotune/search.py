@@ -11,7 +11,7 @@ import numpy as np
 from icml26_core.validation import check_float, check_int
 
 from .passes import O3_PASSES, PASSES, validate_passes
-from .program import Evaluation, Evaluator, Program
+from .program import Evaluation, Evaluator, Program, default_evaluator
 
 
 @dataclass
@@ -76,7 +76,7 @@ def _check_common(program: Program, budget: int, evaluator: Evaluator | None) ->
     if not isinstance(program, Program):
         raise TypeError(f"program must be an ecco_autotune.Program, got {type(program).__name__}")
     check_int("budget", budget, low=1)
-    return evaluator or Evaluator()
+    return evaluator or default_evaluator()
 
 
 class RandomSearch:
