@@ -37,16 +37,16 @@ def main() -> None:
         return go
 
     t0 = time.perf_counter()
-    c = compare_times(batch(1), batch(2), repeats=3, warmup=0, names=("serial", "2 workers"))
+    c = compare_times(batch(2), batch(1), repeats=5, warmup=0, names=("2 workers", "serial"))
     s = c.speedup()
     n = len(seqs)
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     lines = [
         f"ecco-autotune {n} evaluations per call (opt + llc + link + run + callgrind), "
         f"{len(c.times_a)} interleaved rounds; LLVM {tc.llvm_major}",
-        f"serial    : {c.median_a:6.2f} s per call = {n / c.median_a:5.2f} evaluations/s",
-        f"2 workers : {c.median_b:6.2f} s per call = {n / c.median_b:5.2f} evaluations/s",
-        f"speed-up of 2 workers: {s.summary()}",
+        f"2 workers : {c.median_a:6.2f} s per call = {n / c.median_a:5.2f} evaluations/s",
+        f"serial    : {c.median_b:6.2f} s per call = {n / c.median_b:5.2f} evaluations/s",
+        f"speed-up of 2 workers over serial: {s.summary()}",
         f"(measured {time.strftime('%Y-%m-%d')} in {time.perf_counter() - t0:.0f} s under "
         f"load: {load.split('load')[-1].strip()}; {os.cpu_count()} shared CPU cores)",
     ]
