@@ -59,6 +59,18 @@ def test_same_sequence_same_cycles(toolchain, tmp_path):
     assert a.counters == b.counters
 
 
+def test_cycles_do_not_depend_on_the_work_folder_or_build_count(toolchain, tmp_path):
+    """Regression: argv[0]'s length once shifted the stack and the simulated misses."""
+    p = Program.builtin("ripemd160", input_bytes=1024)
+    seq = ("sroa", "instcombine", "simplifycfg")
+    a = Evaluator(toolchain, workdir=tmp_path / "a").evaluate(p, seq)
+    far = Evaluator(toolchain, workdir=tmp_path / ("deeper-folder-name" * 4) / "b")
+    far._counter = 123456
+    b = far.evaluate(p, seq)
+    assert a.valid and b.valid
+    assert a.counters == b.counters
+
+
 def test_wrong_output_is_rejected_by_the_checksum(toolchain, tmp_path):
     ev = Evaluator(toolchain, workdir=tmp_path)
     p = Program.builtin("arc4", input_bytes=1024)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -137,6 +138,36 @@ class Evaluation:
 
 def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+#: The measured program's whole environment: its size shifts the initial stack and so
+#: the cache behaviour callgrind simulates.
+_RUN_ENV = {"LC_ALL": "C"}
+
+
+def _run_program(cmd: list[str], exe: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a built program (or valgrind on it) as ``./run.exe`` from a fresh folder.
+
+    The folder is ``/tmp/ecco-run-XXXXXXXX`` (a fixed-length path), and argv[0] and the
+    environment are fixed too, so the initial stack, and the cache misses callgrind
+    simulates, do not depend on the work folder or on how many builds came before.
+    Files the command writes (e.g. a callgrind output named relatively) are moved next
+    to ``exe`` afterwards.
+    """
+    root = "/tmp" if os.path.isdir("/tmp") else None
+    run_dir = Path(tempfile.mkdtemp(prefix="ecco-run-", dir=root))
+    try:
+        target = run_dir / "run.exe"
+        shutil.copy2(exe, target)
+        cmd = ["./run.exe" if c == str(exe) else c for c in cmd]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                           cwd=run_dir, env=_RUN_ENV)  # fmt: skip
+        for f in run_dir.iterdir():
+            if f.name != "run.exe":
+                shutil.move(str(f), exe.parent / f.name)
+        return r
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _parse_callgrind(path: Path) -> dict[str, int]:
@@ -300,7 +331,8 @@ class Evaluator:
         if not ok:
             raise ValueError(f"program {program.name!r}: the -O0 build fails ({why})")
         try:
-            r = _run([str(d / "base.exe"), *program.args], self.timeout)
+            exe = d / "base.exe"
+            r = _run_program([str(exe), *program.args], exe, self.timeout)
         except subprocess.TimeoutExpired as e:
             raise ValueError(f"program {program.name!r}: the -O0 build times out") from e
         if r.returncode != 0 or not r.stdout.strip():
@@ -343,7 +375,7 @@ class Evaluator:
         bc, reference = self.base(program)
         d = self.workdir / key
         t = self.toolchain
-        out_bc = d / f"e{n}.bc"
+        out_bc = d / f"e{n:08d}.bc"
         try:
             if seq == ("-O0",):
                 out_bc = bc
@@ -360,13 +392,13 @@ class Evaluator:
                 same = self._by_ir.get((key, ir_hash))
             if same is not None:
                 return self._store(key, seq, None, same)
-            ev = self._measure(program, out_bc, d / f"e{n}.exe", reference)
+            ev = self._measure(program, out_bc, d / f"e{n:08d}.exe", reference)
             return self._store(key, seq, ir_hash, ev)
         except subprocess.TimeoutExpired:
             return self._store(key, seq, None, Evaluation(float("inf"), 0, False, "timeout"))
         finally:
             for suffix in (".exe", ".o", ".cg"):
-                (d / f"e{n}{suffix}").unlink(missing_ok=True)
+                (d / f"e{n:08d}{suffix}").unlink(missing_ok=True)
             if out_bc != bc:
                 out_bc.unlink(missing_ok=True)
 
@@ -386,15 +418,17 @@ class Evaluator:
         ok, why = self._link_and_run(bc, exe, program)
         if not ok:
             return Evaluation(float("inf"), n_ir, False, why)
-        r = _run([str(exe), *program.args], self.timeout)
+        r = _run_program([str(exe), *program.args], exe, self.timeout)
         if r.returncode != 0:
             return Evaluation(float("inf"), n_ir, False, f"crashed (exit {r.returncode})")
         if r.stdout != reference:
             return Evaluation(float("inf"), n_ir, False, "wrong output")
         cg = exe.with_suffix(".cg")
-        r = _run(
+        r = _run_program(
             [t.valgrind, "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes",
-             f"--toggle-collect={KERNEL}", f"--callgrind-out-file={cg}", str(exe), *program.args],
+             f"--toggle-collect={KERNEL}", f"--callgrind-out-file={cg.name}", str(exe),
+             *program.args],
+            exe,
             self.timeout,
         )  # fmt: skip
         if r.returncode != 0 or not cg.exists():
