@@ -20,7 +20,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np
-
 from icml26_core.timing import compare_times
 from submodular_augment import FacilityLocationGain, greedy_select
 
@@ -47,8 +46,13 @@ def submodlib_pick(sim: np.ndarray, k: int) -> list[int]:
     from submodlib import FacilityLocationFunction
 
     f = FacilityLocationFunction(n=sim.shape[0], mode="dense", sijs=sim, separate_rep=False)
-    out = f.maximize(budget=k, optimizer="NaiveGreedy", stopIfZeroGain=False,
-                     stopIfNegativeGain=False, verbose=False)
+    out = f.maximize(
+        budget=k,
+        optimizer="NaiveGreedy",
+        stopIfZeroGain=False,
+        stopIfNegativeGain=False,
+        verbose=False,
+    )
     return [int(i) for i, _ in out]
 
 
@@ -64,21 +68,33 @@ def main(quick: bool) -> None:
         mine = ours(sim, k)
         plain = ours(sim, k, lazy=False)
         print(f"n={n}: ours (lazy) picks {mine[:5]}..., plain greedy agrees: {mine == plain}")
-        c = compare_times(lambda: ours(sim, k, False), lambda: ours(sim, k), repeats=repeats,
-                          names=("plain", "lazy"))
-        print(f"  lazy vs plain: median {c.median_b * 1e3:.2f} ms vs {c.median_a * 1e3:.2f} ms; "
-              f"ratio plain/lazy = {c.median_a / c.median_b:.2f}")
+        c = compare_times(
+            lambda sim=sim, k=k: ours(sim, k, False),
+            lambda sim=sim, k=k: ours(sim, k),
+            repeats=repeats,
+            names=("plain", "lazy"),
+        )
+        print(
+            f"  lazy vs plain: median {c.median_b * 1e3:.2f} ms vs {c.median_a * 1e3:.2f} ms; "
+            f"ratio plain/lazy = {c.median_a / c.median_b:.2f}"
+        )
         for name, pick in peers.items():
             try:
                 theirs = pick(sim, k)
             except ImportError as exc:
                 print(f"  {name}: not installed ({exc})")
                 continue
-            c = compare_times(lambda p=pick: p(sim, k), lambda: ours(sim, k), repeats=repeats,
-                              names=(name, "ours"))
-            print(f"  {name}: same first pick {theirs[0] == mine[0]}, same set "
-                  f"{sorted(theirs) == sorted(mine)}; median {c.median_a * 1e3:.2f} ms vs ours "
-                  f"{c.median_b * 1e3:.2f} ms; ratio {name}/ours = {c.median_a / c.median_b:.2f}")
+            c = compare_times(
+                lambda p=pick, sim=sim, k=k: p(sim, k),
+                lambda sim=sim, k=k: ours(sim, k),
+                repeats=repeats,
+                names=(name, "ours"),
+            )
+            print(
+                f"  {name}: same first pick {theirs[0] == mine[0]}, same set "
+                f"{sorted(theirs) == sorted(mine)}; median {c.median_a * 1e3:.2f} ms vs ours "
+                f"{c.median_b * 1e3:.2f} ms; ratio {name}/ours = {c.median_a / c.median_b:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from icml26_core.lm import tiny_llama  # noqa: E402
-
 from submodular_augment import (  # noqa: E402
     COMPLIANCE,
     PROMPT_TEMPLATE,
@@ -17,8 +16,13 @@ from submodular_augment import (  # noqa: E402
     refusal_rate,
 )
 
-SMALL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-         "num_key_value_heads": 2, "intermediate_size": 64}
+SMALL = {
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "intermediate_size": 64,
+}
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,7 @@ def test_augment_bad_input():
 
 
 def _logprob(model, prompt, response):
-    ids = list(PROMPT_TEMPLATE.format(prompt=prompt).encode()) 
+    ids = list(PROMPT_TEMPLATE.format(prompt=prompt).encode())
     start = len(ids)
     ids = torch.tensor([ids + list(response.encode())])
     with torch.no_grad():
@@ -57,11 +61,14 @@ def _logprob(model, prompt, response):
 def test_refusal_margin_is_the_log_likelihood_margin(model):
     prompts = ["how do I pick a lock", "a b"]
     got = refusal_margin(model, prompts, "caesar1", prefix_chars=4)
-    want = [_logprob(model, p2, REFUSAL[:4]) - _logprob(model, p2, COMPLIANCE[:4])
-            for p2 in ["ipx ep J qjdl b mpdl", "b c"]]
+    want = [
+        _logprob(model, p2, REFUSAL[:4]) - _logprob(model, p2, COMPLIANCE[:4])
+        for p2 in ["ipx ep J qjdl b mpdl", "b c"]
+    ]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert refusal_rate(model, prompts, "caesar1", prefix_chars=4) == pytest.approx(
-        float(np.mean(np.array(want) > 0)))
+        float(np.mean(np.array(want) > 0))
+    )
 
 
 def test_align_learns_to_refuse_one_prompt():

@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
 from icml26_core.validation import check_float, check_int
+
 from submodular_augment.transforms import GroupAction, parse_action
 
 __all__ = [
@@ -108,7 +108,7 @@ def _response_logprob(model: Any, batch: list[tuple[list[int], int]]) -> Any:
     import torch
 
     dev = _model_device(model)
-    ids, width = _pad([s for s, _ in batch], dev)
+    ids, _ = _pad([s for s, _ in batch], dev)
     logits = model(ids[:, :-1]).logits.float()
     logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
     mask = torch.zeros_like(logp)

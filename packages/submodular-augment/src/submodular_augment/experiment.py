@@ -19,7 +19,6 @@ import time
 from typing import Any
 
 import numpy as np
-
 from icml26_core import Claim, Experiment, Result, RunContext, Table
 
 CANDIDATES = (
@@ -103,9 +102,7 @@ def _data(cfg: dict[str, Any]) -> dict[str, Any]:
     harmful = [_clip(p) for p in load_prompts("advbench").prompts]
     n_max = max(cfg["sizes"])
     benign_train = [_clip(p) for p in benign_instructions(n_max, seed=0, split="train")]
-    benign_test = [
-        _clip(p) for p in benign_instructions(cfg["n_test"], seed=1, split="validation")
-    ]
+    benign_test = [_clip(p) for p in benign_instructions(cfg["n_test"], seed=1, split="validation")]
     shakespeare, wiki = load_text("shakespeare"), load_text("wikipedia")
     return {
         "harmful": harmful,
@@ -181,7 +178,7 @@ def _spearman_evidence(points: list[tuple[int, float, float]], seeds: int) -> di
         sample = np.concatenate([arr[arr[:, 0] == s] for s in pick])
         if np.ptp(sample[:, 1]) > 0 and np.ptp(sample[:, 2]) > 0:
             boots.append(spearmanr(sample[:, 1], sample[:, 2]).statistic)
-    lo, hi = (np.nanpercentile(boots, [2.5, 97.5]) if boots else (np.nan, np.nan))
+    lo, hi = np.nanpercentile(boots, [2.5, 97.5]) if boots else (np.nan, np.nan)
     return {"rho": rho, "ci_low": float(lo), "ci_high": float(hi), "n points": len(points)}
 
 
@@ -200,8 +197,13 @@ def run(ctx: RunContext) -> Result:
     n_seeds = cfg["seeds"]
     sizes = tuple(cfg["sizes"])
     n_align = cfg["n_align"]
-    methods = ("no augmentation", "all transformations", "greedy cover", "random, greedy size",
-               "modular top-k")
+    methods = (
+        "no augmentation",
+        "all transformations",
+        "greedy cover",
+        "random, greedy size",
+        "modular top-k",
+    )
     score: dict[str, list[float]] = {m: [] for m in methods}
     held: dict[str, list[float]] = {m: [] for m in methods}
     harm: dict[str, list[float]] = {m: [] for m in methods}
@@ -226,24 +228,28 @@ def run(ctx: RunContext) -> Result:
         bperm = np.random.default_rng(100 + seed).permutation(len(data["benign_train"]))
         pool_b = [data["benign_train"][i] for i in bperm]
 
-        def dataset(n: int) -> list[tuple[str, str]]:
+        def dataset(n: int, pool_h=pool_h, pool_b=pool_b) -> list[tuple[str, str]]:
             return [(x, REFUSAL) for x in pool_h[:n]] + [(x, COMPLIANCE) for x in pool_b[:n]]
 
-        def train(pairs: list[tuple[str, str]]) -> Any:
+        def train(pairs: list[tuple[str, str]], seed: int = seed) -> Any:
             model = copy.deepcopy(base)
-            align(model, pairs, steps=cfg["align_steps"], batch_size=_BATCH, lr=_ALIGN_LR, seed=seed)
+            align(
+                model, pairs, steps=cfg["align_steps"], batch_size=_BATCH, lr=_ALIGN_LR, seed=seed
+            )
             return model
 
         # Premise: safety at identity after the perturbation, vs |D| (no augmentation).
         aligned: dict[int, Any] = {}
         for n in sizes:
             model = train(dataset(n))
-            premise_before[n].append(_safety(model, test_h, data["benign_test"], ("identity",))[
-                "identity"][2])
+            premise_before[n].append(
+                _safety(model, test_h, data["benign_test"], ("identity",))["identity"][2]
+            )
             aligned[n] = copy.deepcopy(model)
             _perturb(model, data, cfg, seed)
-            premise[n].append(_safety(model, test_h, data["benign_test"], ("identity",))[
-                "identity"][2])
+            premise[n].append(
+                _safety(model, test_h, data["benign_test"], ("identity",))["identity"][2]
+            )
 
         # Selection on the aligned, unaugmented model (alignment prompts only).
         d = dataset(n_align)
@@ -282,56 +288,106 @@ def run(ctx: RunContext) -> Result:
     n = n_seeds
     table = Table(
         f"safety after the benign perturbation, |D| = {n_align} (mean over {n} seeds)",
-        ["method", "|S|", "extra seqs", "f(S)", "safety score", "held-out actions",
-         "harmful refused", "benign refused", "val loss", "n"],
+        [
+            "method",
+            "|S|",
+            "extra seqs",
+            "f(S)",
+            "safety score",
+            "held-out actions",
+            "harmful refused",
+            "benign refused",
+            "val loss",
+            "n",
+        ],
     )
-    table.add_row(method="floor: always refuse / never refuse", **{"|S|": 0, "extra seqs": 0},
-                  **{"f(S)": float("nan"), "safety score": 0.5, "held-out actions": 0.5,
-                     "harmful refused": float("nan"), "benign refused": float("nan"),
-                     "val loss": float("nan"), "n": 0})
-    table.add_row(method="floor: pre-trained, not aligned", **{"|S|": 0, "extra seqs": 0},
-                  **{"f(S)": float("nan"), "safety score": floor_score,
-                     "held-out actions": float(np.mean([floor[g][2] for g in HELD_OUT])),
-                     "harmful refused": float(np.mean([v[0] for v in floor.values()])),
-                     "benign refused": float(np.mean([v[1] for v in floor.values()])),
-                     "val loss": float("nan"), "n": 1})
+    table.add_row(
+        method="floor: always refuse / never refuse",
+        **{"|S|": 0, "extra seqs": 0},
+        **{
+            "f(S)": float("nan"),
+            "safety score": 0.5,
+            "held-out actions": 0.5,
+            "harmful refused": float("nan"),
+            "benign refused": float("nan"),
+            "val loss": float("nan"),
+            "n": 0,
+        },
+    )
+    table.add_row(
+        method="floor: pre-trained, not aligned",
+        **{"|S|": 0, "extra seqs": 0},
+        **{
+            "f(S)": float("nan"),
+            "safety score": floor_score,
+            "held-out actions": float(np.mean([floor[g][2] for g in HELD_OUT])),
+            "harmful refused": float(np.mean([v[0] for v in floor.values()])),
+            "benign refused": float(np.mean([v[1] for v in floor.values()])),
+            "val loss": float("nan"),
+            "n": 1,
+        },
+    )
     for m in methods:
         size = {"no augmentation": 0, "all transformations": len(CANDIDATES)}.get(
-            m, float(np.mean(greedy_sizes)))
-        table.add_row(method=m, **{"|S|": size, "extra seqs": float(np.mean(extra[m])),
-                      "f(S)": float(np.mean(fval[m])), "safety score": float(np.mean(score[m])),
-                      "held-out actions": float(np.mean(held[m])),
-                      "harmful refused": float(np.mean(harm[m])),
-                      "benign refused": float(np.mean(over[m])),
-                      "val loss": float(np.mean(vloss[m])), "n": n})
+            m, float(np.mean(greedy_sizes))
+        )
+        table.add_row(
+            method=m,
+            **{
+                "|S|": size,
+                "extra seqs": float(np.mean(extra[m])),
+                "f(S)": float(np.mean(fval[m])),
+                "safety score": float(np.mean(score[m])),
+                "held-out actions": float(np.mean(held[m])),
+                "harmful refused": float(np.mean(harm[m])),
+                "benign refused": float(np.mean(over[m])),
+                "val loss": float(np.mean(vloss[m])),
+                "n": n,
+            },
+        )
     premise_table = Table(
         "premise: safety score at the identity vs |D| (no augmentation)",
         ["|D|", "before perturbation", "after perturbation", "n"],
     )
     for s in sizes:
-        premise_table.add_row(**{"|D|": s, "before perturbation": float(np.mean(premise_before[s])),
-                                 "after perturbation": float(np.mean(premise[s])), "n": n})
+        premise_table.add_row(
+            **{
+                "|D|": s,
+                "before perturbation": float(np.mean(premise_before[s])),
+                "after perturbation": float(np.mean(premise[s])),
+                "n": n,
+            }
+        )
     action_table = Table(
         "safety score per evaluation action (mean over seeds)",
         ["action", "held out", *methods],
     )
     for g in EVAL_ACTIONS:
-        action_table.add_row(action=g, **{"held out": g in HELD_OUT},
-                             **{m: float(np.mean(per_action[m][g])) for m in methods})
+        action_table.add_row(
+            action=g,
+            **{"held out": g in HELD_OUT},
+            **{m: float(np.mean(per_action[m][g])) for m in methods},
+        )
 
     claims = []
-    claims.append(Claim.superior(
-        f"Safety after the perturbation increases with the alignment set's size "
-        f"(|D| = {sizes[-1]} vs {sizes[0]}).",
-        premise[sizes[-1]], premise[sizes[0]],
-        names=(f"|D|={sizes[-1]}", f"|D|={sizes[0]}"), metric="safety score at the identity",
-    ))
+    claims.append(
+        Claim.superior(
+            f"Safety after the perturbation increases with the alignment set's size "
+            f"(|D| = {sizes[-1]} vs {sizes[0]}).",
+            premise[sizes[-1]],
+            premise[sizes[0]],
+            names=(f"|D|={sizes[-1]}", f"|D|={sizes[0]}"),
+            metric="safety score at the identity",
+        )
+    )
     gain_all = np.array(score["all transformations"]) - np.array(score["no augmentation"])
     gain_greedy = np.array(score["greedy cover"]) - np.array(score["no augmentation"])
     helps = Claim.superior(
         "Full augmentation beats no augmentation (else there is nothing to recover).",
-        score["all transformations"], score["no augmentation"],
-        names=("all transformations", "no augmentation"), metric="safety score",
+        score["all transformations"],
+        score["no augmentation"],
+        names=("all transformations", "no augmentation"),
+        metric="safety score",
     )
     size_ok = Claim.check(
         f"The greedy cover has |S| <= |T|/2 = {len(CANDIDATES) // 2} on every seed.",
@@ -341,8 +397,10 @@ def run(ctx: RunContext) -> Result:
     )
     recover = Claim.superior(
         "Greedy's gain over no augmentation exceeds 90% of full augmentation's.",
-        gain_greedy.tolist(), (0.9 * gain_all).tolist(),
-        names=("greedy gain", "0.9 x full gain"), metric="safety-score gain over no augmentation",
+        gain_greedy.tolist(),
+        (0.9 * gain_all).tolist(),
+        names=("greedy gain", "0.9 x full gain"),
+        metric="safety-score gain over no augmentation",
     )
     if helps.verdict != "holds":
         recover = Claim.check(
@@ -351,23 +409,31 @@ def run(ctx: RunContext) -> Result:
             {"greedy gain": gain_greedy.tolist(), "full gain": gain_all.tolist()},
             lambda v: None,
         )
-    claims.append(Claim.all_of(
-        "A greedy S with |S| <= |T|/2 recovers >= 90% of full augmentation's robustness.",
-        [helps, size_ok, recover],
-    ))
-    claims.append(Claim.superior(
-        "The greedy cover beats random subsets of the same size.",
-        score["greedy cover"], score["random, greedy size"],
-        names=("greedy cover", "random subset"), metric="safety score",
-    ))
+    claims.append(
+        Claim.all_of(
+            "A greedy S with |S| <= |T|/2 recovers >= 90% of full augmentation's robustness.",
+            [helps, size_ok, recover],
+        )
+    )
+    claims.append(
+        Claim.superior(
+            "The greedy cover beats random subsets of the same size.",
+            score["greedy cover"],
+            score["random, greedy size"],
+            names=("greedy cover", "random subset"),
+            metric="safety score",
+        )
+    )
     sp = _spearman_evidence(points, n_seeds)
-    claims.append(Claim.check(
-        "f(S) correlates with measured robustness (Spearman rho > 0.6).",
-        "Spearman rho of f(S) and the safety-score gain over (seed, method) points, 95% "
-        "seed-cluster bootstrap CI: holds if CI low > 0.6, does not hold if CI high < 0.6",
-        sp,
-        lambda v: True if v["ci_low"] > 0.6 else (False if v["ci_high"] < 0.6 else None),
-    ))
+    claims.append(
+        Claim.check(
+            "f(S) correlates with measured robustness (Spearman rho > 0.6).",
+            "Spearman rho of f(S) and the safety-score gain over (seed, method) points, 95% "
+            "seed-cluster bootstrap CI: holds if CI low > 0.6, does not hold if CI high < 0.6",
+            sp,
+            lambda v: True if v["ci_low"] > 0.6 else (False if v["ci_high"] < 0.6 else None),
+        )
+    )
     wall = time.perf_counter() - tic
     return Result(
         tables=[table, premise_table, action_table],

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-
 from icml26_core.validation import check_float, check_int
+
 from submodular_augment.transforms import GroupAction, Identity, parse_action
 
 __all__ = [
@@ -216,7 +216,10 @@ def representation_shifts(
         raise TypeError(f"model must be a torch LM or a callable embedder, got {type(model)}")
     base = np.asarray(embed(prompts), dtype=float)
     return np.stack(
-        [(np.asarray(embed([g.apply(x) for x in prompts]), dtype=float) - base).mean(0) for g in acts]
+        [
+            (np.asarray(embed([g.apply(x) for x in prompts]), dtype=float) - base).mean(0)
+            for g in acts
+        ]
     )
 
 

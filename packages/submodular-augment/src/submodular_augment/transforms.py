@@ -109,6 +109,7 @@ class GroupAction:
         return tuple(out)
 
     def __call__(self, x: str) -> str:
+        """Same as :meth:`apply`."""
         return self.apply(x)
 
     def __eq__(self, other: object) -> bool:
@@ -136,7 +137,7 @@ class _CharMap(GroupAction):
     def _trans(self) -> dict[int, int]:
         return self._table()
 
-    def apply(self, x: str) -> str:  # noqa: D102 - documented on GroupAction
+    def apply(self, x: str) -> str:
         _check_str(x)
         return x.translate(self._trans)
 
