@@ -36,7 +36,7 @@ text = st.text(alphabet=st.characters(codec="utf-8"), max_size=60) | st.text(
 
 @pytest.mark.parametrize("g", ACTIONS, ids=NAMES)
 @given(x=text)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 def test_identity_and_inverse(g, x):
     assert Identity().apply(x) == x
     assert g.inverse().apply(g.apply(x)) == x
@@ -47,7 +47,7 @@ def test_identity_and_inverse(g, x):
 @pytest.mark.parametrize("g", ACTIONS, ids=NAMES)
 @pytest.mark.parametrize("h", ACTIONS[1::4], ids=NAMES[1::4])
 @given(x=text)
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 def test_compatibility(g, h, x):
     assert g.apply(h.apply(x)) == g.compose(h).apply(x)
 
