@@ -163,3 +163,39 @@ def test_bad_input():
         Emulator(_stages(), "1f1b", _opt, F.mse_loss)
     with pytest.raises(TypeError, match="optimizer_factory"):
         Emulator(_stages(), sched, None, F.mse_loss)
+
+
+def test_run_bad_minibatches_name_the_item():
+    sched = make_schedule(S, 1, M, method="1f1b", n_steps=1)
+    good = _data(M)
+    # a list of bare tensors used to run silently (rows taken as input and target)
+    with pytest.raises(TypeError, match=r"minibatches\[0\] must be an \(input, target\)"):
+        Emulator(_stages(), sched, _opt, F.mse_loss).run([x for x, _ in good])
+    with pytest.raises(TypeError, match=r"minibatches\[0\]\[0\]"):
+        Emulator(_stages(), sched, _opt, F.mse_loss).run([(x.numpy(), y) for x, y in good])
+    # errors from inside torch now name the stage, the minibatch and the argument
+    wrong = [*good[:2], (torch.zeros(8, 3), good[2][1]), good[3]]
+    with pytest.raises(ValueError, match=r"stages\[0\] fails on minibatch 2"):
+        Emulator(_stages(), sched, _opt, F.mse_loss).run(wrong)
+    dtype = [(x.double(), y) for x, y in good]
+    with pytest.raises(ValueError, match=r"stages\[0\] fails on minibatch 0.*float64"):
+        Emulator(_stages(), sched, _opt, F.mse_loss).run(dtype)
+    target = [(x, torch.zeros(3, 1)) for x, _ in good]
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"minibatches\[0\]\[1\]"):
+        Emulator(_stages(), sched, _opt, F.mse_loss).run(target)
+    with pytest.raises(ValueError, match="loss_fn must return a scalar"):
+        Emulator(_stages(), sched, _opt, lambda o, y: (o - y) ** 2).run(good)
+
+
+def test_run_does_not_touch_the_callers_tensors():
+    sched = make_schedule(S, minibatches_per_step=M, n_steps=1)
+    data = [(x.requires_grad_(), y) for x, y in _data(M)]
+    before = [(x.detach().clone(), y.clone()) for x, y in data]
+    Emulator(_stages(), sched, _opt, F.mse_loss).run(data)
+    for (x, y), (x0, y0) in zip(data, before, strict=True):
+        assert torch.equal(x.detach(), x0) and torch.equal(y, y0) and x.grad is None
+
+
+def test_split_llama_rejects_other_models():
+    with pytest.raises(TypeError, match="LlamaForCausalLM"):
+        split_llama(torch.nn.Linear(2, 2), 2)

@@ -118,6 +118,11 @@ def test_per_stage_costs():
         ({"n_stages": 2, "cost": {"F": [1, 2, 3], "B": 1}}, ValueError, "cost"),
         ({"n_stages": 2, "cost": {"F": -1, "B": 1}}, ValueError, "cost"),
         ({"n_stages": 2.0}, TypeError, "n_stages"),
+        # used to fail inside dict() with "'int' object is not iterable"
+        ({"n_stages": 2, "cost": 5}, TypeError, "cost must be a mapping"),
+        ({"n_stages": 2, "cost": [1, 2]}, TypeError, "cost must be a mapping"),
+        # a string used to be read as a sequence of per-stage costs
+        ({"n_stages": 2, "cost": {"F": "ab", "B": 1}}, TypeError, r"cost\['F'\]"),
     ],
 )
 def test_bad_input(kwargs, exc, match):

@@ -17,11 +17,19 @@ __all__ = ["EmulationResult", "Emulator", "check_chain"]
 def check_chain(stages: Sequence[nn.Module], example_input: torch.Tensor) -> torch.Tensor:
     """Run ``example_input`` through the stages once (no gradients) to check they chain.
 
+    Stages with randomness (dropout) or running statistics (batch norm in training mode)
+    draw random numbers or update their statistics in this pass, like any forward.
+
+    Args:
+        stages: The stage modules, in order.
+        example_input: A stage-0 input (e.g. a minibatch's input tensor).
+
     Returns:
         The last stage's output.
 
     Raises:
-        ValueError: Naming the first stage whose input the previous output does not fit.
+        ValueError: Naming the first stage whose input the previous output does not fit,
+            or that does not return a tensor.
     """
     x = example_input
     with torch.no_grad():
@@ -37,6 +45,12 @@ def check_chain(stages: Sequence[nn.Module], example_input: torch.Tensor) -> tor
             if not isinstance(x, torch.Tensor):
                 raise ValueError(f"stages[{j}] must return a tensor, got {type(x).__name__}")
     return x
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)}, dtype {x.dtype}"
+    return f"a {type(x).__name__}"
 
 
 @dataclass
@@ -142,8 +156,12 @@ class Emulator:
             An :class:`EmulationResult`; the stages' parameters are trained in place.
 
         Raises:
-            ValueError: If the number of minibatches differs from the schedule's, or the
-                weight versions met differ from the schedule's (a bug).
+            TypeError: If an item is not an ``(input, target)`` pair or its input is not
+                a tensor.
+            ValueError: If the number of minibatches differs from the schedule's, a
+                stage fails on its input (naming the stage and the minibatch), ``loss_fn``
+                fails or does not return a scalar tensor, or the weight versions met
+                differ from the schedule's (a bug).
         """
         data = list(minibatches)
         sch = self.schedule
@@ -151,6 +169,16 @@ class Emulator:
             raise ValueError(
                 f"minibatches has {len(data)} items; the schedule needs {sch.n_minibatches}"
             )
+        for i, item in enumerate(data):
+            if not isinstance(item, tuple | list) or len(item) != 2:
+                raise TypeError(
+                    f"minibatches[{i}] must be an (input, target) pair, got {type(item).__name__}"
+                )
+            if not isinstance(item[0], torch.Tensor):
+                raise TypeError(
+                    f"minibatches[{i}][0] (the input) must be a torch.Tensor, "
+                    f"got {type(item[0]).__name__}"
+                )
         s = sch.n_stages
         every = sch.update == "every"
         scale = 1.0 if every else 1.0 / sch.minibatches_per_step
@@ -181,7 +209,16 @@ class Emulator:
                     stash_users[j][version[j]] = stash_users[j].get(version[j], 0) + 1
                 with torch.enable_grad():
                     xin = x.detach().requires_grad_() if x.is_floating_point() else x
-                    out = stage(xin)
+                    try:
+                        out = stage(xin)
+                    except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+                        src = f"minibatches[{i}][0]" if j == 0 else f"stages[{j - 1}]'s output"
+                        raise ValueError(
+                            f"stages[{j}] fails on minibatch {i} (its input, {src}, has shape "
+                            f"{tuple(x.shape)}, dtype {x.dtype}): {exc}"
+                        ) from exc
+                if not isinstance(out, torch.Tensor):
+                    raise ValueError(f"stages[{j}] must return a tensor, got {type(out).__name__}")
                 graphs[(i, j)] = (xin, out)
                 outputs[(i, j)] = out.detach()
             elif a.kind == "B":
@@ -203,7 +240,19 @@ class Emulator:
                         xin = x.detach().requires_grad_() if x.is_floating_point() else x
                         out = stage(xin)
                     if j == s - 1:
-                        loss = self.loss_fn(out, data[i][1])
+                        try:
+                            loss = self.loss_fn(out, data[i][1])
+                        except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+                            raise ValueError(
+                                f"loss_fn fails on minibatch {i}: the last stage's output has "
+                                f"shape {tuple(out.shape)}, minibatches[{i}][1] (the target) "
+                                f"is {_describe(data[i][1])}: {exc}"
+                            ) from exc
+                        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                            raise ValueError(
+                                f"loss_fn must return a scalar tensor, got {_describe(loss)} "
+                                f"on minibatch {i}"
+                            )
                         res.losses[i] = float(loss.detach())
                         root, gout = loss * scale, None
                     else:

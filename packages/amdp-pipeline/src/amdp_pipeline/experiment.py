@@ -314,8 +314,15 @@ def run(ctx: RunContext) -> Result:
             + ", ".join(str(s) for s in cfg["sim_sizes"])
             + " and the training runs): max version gap <= 1 and, at every stage, the "
             "minibatches of a step with gap > 0 <= min(m, 2K) (2 in flight per pipeline)",
-            mismatch_ok,
-            lambda v: all(d["max_gap"] <= 1 and d["mismatched"] <= d["bound"] for d in v.values()),
+            {
+                # the worst case over the schedules first, so the measured line shows it
+                "max gap": max(d["max_gap"] for d in mismatch_ok.values()),
+                "max mismatched / bound": max(
+                    d["mismatched"] / d["bound"] for d in mismatch_ok.values()
+                ),
+                "per schedule": mismatch_ok,
+            },
+            lambda v: v["max gap"] <= 1 and v["max mismatched / bound"] <= 1,
         )
         s_claim = 8 if 8 in cfg["sim_sizes"] else max(cfg["sim_sizes"])
         am, fb = sims[f"S={s_claim} amdp"], sims[f"S={s_claim} 1f1b"]

@@ -69,6 +69,9 @@ def default_n_pipelines(n_stages: int) -> int:
     With at most 2 minibatches in flight, one pipeline keeps a worker busy about 2/S of
     the time, so ``S / 2`` pipelines fill it (our rule from the abstract's "adapts their
     number according to pipeline depth").
+
+    Raises:
+        TypeError, ValueError: If ``n_stages`` is not an integer >= 1.
     """
     return max(1, math.ceil(check_int("n_stages", n_stages, low=1) / 2))
 
@@ -78,6 +81,16 @@ def placement(n_stages: int, n_pipelines: int) -> list[list[int]]:
 
     Pipeline k starts at worker ``o_k = floor(k S / K)``; even pipelines run forward
     through the workers, odd ones in reverse (bidirectional, as in Chimera).
+
+    Args:
+        n_stages: S >= 1 (also the number of workers).
+        n_pipelines: K >= 1.
+
+    Returns:
+        K lists of S worker indices in ``[0, S)``.
+
+    Raises:
+        TypeError, ValueError: If an argument is not an integer >= 1 (named).
     """
     s = check_int("n_stages", n_stages, low=1)
     k_all = check_int("n_pipelines", n_pipelines, low=1)
@@ -181,12 +194,17 @@ class Schedule:
 
 
 def _costs(cost: Mapping[str, Any] | None, s: int) -> dict[str, list[float]]:
+    if cost is not None and not isinstance(cost, Mapping):
+        raise TypeError(
+            f"cost must be a mapping with keys 'F' and 'B' or None, got {type(cost).__name__}"
+        )
     cost = {"F": 1.0, "B": 2.0} if cost is None else dict(cost)
-    if not isinstance(cost, dict) or set(cost) - {"F", "B"} or not {"F", "B"} <= set(cost):
+    if set(cost) - {"F", "B"} or not {"F", "B"} <= set(cost):
         raise ValueError(f"cost must be a mapping with keys 'F' and 'B', got {cost!r}")
     out = {}
     for key, value in cost.items():
-        vals = list(value) if isinstance(value, Sequence) else [value] * s
+        seq = isinstance(value, Sequence) and not isinstance(value, str | bytes)
+        vals = list(value) if seq else [value] * s
         if len(vals) != s:
             raise ValueError(f"cost[{key!r}] must be a number or {s} numbers, got {len(vals)}")
         out[key] = [check_float(f"cost[{key!r}]", v, low=0.0, low_inclusive=False) for v in vals]
@@ -231,7 +249,8 @@ def make_schedule(
 
     Raises:
         TypeError, ValueError: On a bad argument (named in the message), e.g.
-            ``n_pipelines < 1`` or ``minibatches_per_step`` not divisible by it.
+            ``n_pipelines < 1``, ``minibatches_per_step`` not divisible by it, ``cost``
+            not a mapping with keys ``"F"`` and ``"B"``, or a cost that is not positive.
     """
     method = check_choice("method", method, METHODS)
     s = check_int("n_stages", n_stages, low=1)

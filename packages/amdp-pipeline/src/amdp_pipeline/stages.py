@@ -66,9 +66,21 @@ def split_llama(model: Any, n_stages: int) -> list[LlamaStage]:
         The stage modules, in order.
 
     Raises:
+        TypeError: If ``model`` is not a Llama-style causal LM or ``n_stages`` not an int.
         ValueError: If ``n_stages`` is out of range or the embeddings are tied.
     """
-    n_layers = len(model.model.layers)
+    inner = getattr(model, "model", None)
+    if (
+        not isinstance(model, nn.Module)
+        or not hasattr(model, "lm_head")
+        or not hasattr(inner, "layers")
+        or not hasattr(inner, "embed_tokens")
+    ):
+        raise TypeError(
+            "model must be a LlamaForCausalLM (with .model.layers, .model.embed_tokens and "
+            f".lm_head), got {type(model).__name__}"
+        )
+    n_layers = len(inner.layers)
     s = check_int("n_stages", n_stages, low=1, high=n_layers)
     if model.lm_head.weight is model.model.embed_tokens.weight:
         raise ValueError(
