@@ -33,15 +33,31 @@ def rollout(
 
     Args:
         model: The network.
-        coords: ``(B, n, 2M)`` float, validated.
-        prefs: ``(B, M)``, one preference per instance.
+        coords: ``(B, n, 2M)`` (array or tensor; moved to the model's dtype and device).
+        prefs: ``(B, M)``, one preference per instance, on the simplex (``(M,)`` or
+            ``(1, M)``: the same preference for every instance).
         greedy: Take the most likely node (else sample).
         generator: Random generator for sampling.
 
     Returns:
         ``tours`` ``(B, n, n)`` long (every row a permutation) and the summed
-        log-probability of each tour ``(B, n)`` (the forced start excluded).
+        log-probability of each tour ``(B, n)`` (the forced start excluded), on the
+        model's device.
+
+    Raises:
+        ValueError: On bad ``coords`` or ``prefs`` (naming the argument), an M that is
+            not the model's, or ``prefs`` without one row per instance.
     """
+    param = next(model.parameters())
+    coords = check_coords(coords, n_obj=model.n_obj).to(dtype=param.dtype, device=param.device)
+    prefs = check_prefs(prefs, model.n_obj).to(dtype=param.dtype, device=param.device)
+    if prefs.shape[0] == 1:
+        prefs = prefs.expand(coords.shape[0], -1)
+    if prefs.shape[0] != coords.shape[0]:
+        raise ValueError(
+            f"prefs must have one row per instance, shape ({coords.shape[0]}, {model.n_obj}), "
+            f"got {tuple(prefs.shape)}"
+        )
     enc = model.encode(coords, prefs)
     env = MOTSPEnv(coords)
     logp = torch.zeros(env.batch, env.n_rollouts, dtype=coords.dtype, device=coords.device)
