@@ -155,3 +155,14 @@ def test_rollout_validates_and_casts_its_inputs():
         rollout(pmsa, x, uniform_prefs(3))
     with pytest.raises(ValueError, match=r"coords.*n_obj"):
         rollout(pmsa, np.zeros((2, 6, 6)), [0.5, 0.5])
+
+
+def test_bad_model_or_device_names_the_argument():
+    # these used to be an AttributeError on None and torch's "Expected one of cpu, ..."
+    x, lam = np.random.default_rng(0).random((1, 5, 4)), [[0.5, 0.5]]
+    with pytest.raises(TypeError, match="model must be a PMSAModel"):
+        solve(None, x, lam)
+    with pytest.raises(TypeError, match="model must be a PMSAModel"):
+        train(torch.nn.Linear(2, 2), 5, 2, 1)
+    with pytest.raises(ValueError, match="device"):
+        train(PMSAModel(d_model=8, n_heads=2, n_layers=1), 5, 2, 1, 2, device="foo")
