@@ -143,3 +143,26 @@ def test_bad_sizes_raise():
         train(PMSAModel(n_obj=2, d_model=8, n_heads=2, n_layers=1), 5, 3, 1, 2)
     with pytest.raises(ValueError, match="n_nodes"):
         train(PMSAModel(d_model=8, n_heads=2, n_layers=1), 2, 2, 1, 2)
+
+
+def test_rollout_validates_and_casts_its_inputs():
+    pmsa, _ = _pair()  # float64 model
+    x = np.random.default_rng(0).random((2, 6, 4)).astype(np.float32)
+    tours, logp = rollout(pmsa, x, np.array([[0.5, 0.5], [0.2, 0.8]]))  # used to raise in torch
+    assert tours.shape == (2, 6, 6) and logp.dtype == torch.float64 and is_tour(tours, 6)
+    assert rollout(pmsa, x, [0.5, 0.5])[0].shape == (2, 6, 6)  # one preference for all
+    with pytest.raises(ValueError, match="prefs must have one row per instance"):
+        rollout(pmsa, x, uniform_prefs(3))
+    with pytest.raises(ValueError, match=r"coords.*n_obj"):
+        rollout(pmsa, np.zeros((2, 6, 6)), [0.5, 0.5])
+
+
+def test_bad_model_or_device_names_the_argument():
+    # these used to be an AttributeError on None and torch's "Expected one of cpu, ..."
+    x, lam = np.random.default_rng(0).random((1, 5, 4)), [[0.5, 0.5]]
+    with pytest.raises(TypeError, match="model must be a PMSAModel"):
+        solve(None, x, lam)
+    with pytest.raises(TypeError, match="model must be a PMSAModel"):
+        train(torch.nn.Linear(2, 2), 5, 2, 1)
+    with pytest.raises(ValueError, match="device"):
+        train(PMSAModel(d_model=8, n_heads=2, n_layers=1), 5, 2, 1, 2, device="foo")

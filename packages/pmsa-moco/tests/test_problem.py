@@ -114,3 +114,40 @@ def test_pymoo_problem_evaluates_a_known_tour():
     np.testing.assert_allclose(out["F"], [[4, 8], [2 + diag, 4 + 2 * diag]])
     with pytest.raises(ValueError, match="one instance"):
         MOTSPProblem(np.zeros((2, 4, 4)))
+
+
+def test_bad_tours_and_actions_name_the_argument():
+    # these used to give torch's "index out of bounds" or silently truncate 0.7 to 0
+    x = torch.rand(2, 5, 4)
+    good = torch.arange(5).expand(2, 3, 5)
+    with pytest.raises(ValueError, match=r"tours must hold node indices in 0\.\.4"):
+        tour_costs(x, good + 10)
+    with pytest.raises(ValueError, match="tours must hold node indices"):
+        tour_costs(x, good - 1)
+    with pytest.raises(ValueError, match="tours must hold integer"):
+        tour_costs(x, good + 0.7)
+    with pytest.raises(ValueError, match="coords must be a real numeric array"):
+        tour_costs([["a", "b"]], good)
+    assert not is_tour([[0.5, 1.2, 2.9]], 3)
+    env = MOTSPEnv(x)
+    with pytest.raises(ValueError, match="action must hold node indices"):
+        env.step(torch.full((2, 5), 99))
+    with pytest.raises(ValueError, match=r"action must have shape \(2, 5\)"):
+        env.step(torch.ones(3))
+    with pytest.raises(ValueError, match="start must hold node indices"):
+        env.reset(torch.full((2, 5), 50))
+    with pytest.raises(ValueError, match="prefs"):
+        scalarize(torch.rand(4, 2), torch.rand(4, 3))
+    assert scalarize(np.ones((4, 2)), np.full(2, 0.5)).shape == (4,)
+
+
+def test_single_instance_baselines_reject_a_batch():
+    # ws_lkh and random_tours used to take instance 0 of a batch silently
+    from pmsa_moco.baselines import random_tours, ws_lkh
+
+    x = np.random.default_rng(0).random((2, 6, 4))
+    with pytest.raises(ValueError, match="one instance"):
+        random_tours(x, 3)
+    with pytest.raises(ValueError, match="one instance"):
+        ws_lkh(x, [[0.5, 0.5]])
+    assert random_tours(x[0], 3).shape == (3, 2)

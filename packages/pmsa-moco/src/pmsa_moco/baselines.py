@@ -10,6 +10,14 @@ from icml26_core.validation import check_int
 from pmsa_moco.problem import check_coords, check_prefs, tour_costs
 
 
+def _one_instance(coords: Any) -> Any:
+    """``coords`` validated as one instance, ``(1, n, 2M)``; a larger batch is an error."""
+    x = check_coords(coords)
+    if x.shape[0] != 1:
+        raise ValueError(f"coords must hold one instance, got a batch of {x.shape[0]}")
+    return x
+
+
 def ws_lkh(coords: Any, prefs: Any, *, runs: int = 1, scale: float = 1000.0) -> np.ndarray:
     """Weighted-sum decomposition solved by LKH-3 (``elkai``): one tour per preference.
 
@@ -24,13 +32,16 @@ def ws_lkh(coords: Any, prefs: Any, *, runs: int = 1, scale: float = 1000.0) -> 
 
     Returns:
         ``(P, M)`` float64 objectives.
-    """
-    import elkai
 
-    x = check_coords(coords)[0].double()
+    Raises:
+        ValueError: On bad ``coords`` (or a batch of more than one instance) or ``prefs``.
+    """
+    x = _one_instance(coords)[0].double()
     m = x.shape[-1] // 2
     lam = check_prefs(prefs, m).double().numpy()
     runs = check_int("runs", runs, low=1)
+    import elkai
+
     xy = x.numpy().reshape(x.shape[0], m, 2).transpose(1, 0, 2)
     dist = np.sqrt(((xy[:, :, None, :] - xy[:, None, :, :]) ** 2).sum(-1))  # (M, n, n)
     tours = []
@@ -75,8 +86,20 @@ def nsga2(coords: Any, *, pop_size: int = 100, n_gen: int = 500, seed: int = 0) 
 
 
 def random_tours(coords: Any, n_tours: int, *, seed: int = 0) -> np.ndarray:
-    """The floor: ``n_tours`` uniformly random tours; returns ``(n_tours, M)`` objectives."""
-    x = check_coords(coords)[0:1]
+    """The floor: ``n_tours`` uniformly random tours of one instance.
+
+    Args:
+        coords: ``(n, 2M)`` one instance (or ``(1, n, 2M)``).
+        n_tours: Number of tours, >= 1.
+        seed: Seed of the permutations.
+
+    Returns:
+        ``(n_tours, M)`` float64 objectives.
+
+    Raises:
+        ValueError: On bad ``coords`` (or a batch of more than one instance) or ``n_tours``.
+    """
+    x = _one_instance(coords)
     rng = np.random.default_rng(seed)
     t = np.stack([rng.permutation(x.shape[1]) for _ in range(check_int("n_tours", n_tours, low=1))])
     return tour_costs(x, t[None])[0].double().numpy()

@@ -17,6 +17,23 @@ from icml26_core.validation import check_choice, check_int
 SCALARIZATIONS = ("tchebycheff", "weighted_sum")
 
 
+def _as_real_tensor(value: Any, name: str) -> torch.Tensor:
+    """``value`` as a real (bool, integer or floating) tensor, or a ValueError naming it."""
+    if isinstance(value, torch.Tensor):
+        t = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError) as exc:  # ragged nested lists
+            raise ValueError(f"{name} must be a numeric array, got {type(value).__name__}") from exc
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+        t = torch.as_tensor(arr)
+    if t.is_complex():
+        raise ValueError(f"{name} must be real, got dtype {t.dtype}")
+    return t
+
+
 def check_coords(coords: Any, n_obj: int | None = None, name: str = "coords") -> torch.Tensor:
     """Validate coordinates and return them as a float tensor of shape ``(B, n, 2M)``.
 
@@ -30,9 +47,10 @@ def check_coords(coords: Any, n_obj: int | None = None, name: str = "coords") ->
         A floating tensor (float32 unless a float64 tensor was given), shape ``(B, n, 2M)``.
 
     Raises:
-        ValueError: If the shape, the finiteness, ``n`` or M is wrong.
+        ValueError: If ``coords`` is not a real numeric array, or the shape, the
+            finiteness, ``n`` or M is wrong.
     """
-    x = coords if isinstance(coords, torch.Tensor) else torch.as_tensor(np.asarray(coords))
+    x = _as_real_tensor(coords, name)
     if not x.is_floating_point():
         x = x.to(torch.float32)
     if x.dim() == 2:
@@ -65,9 +83,10 @@ def check_prefs(prefs: Any, n_obj: int, name: str = "prefs", atol: float = 1e-5)
         atol: Tolerance on the row sums.
 
     Raises:
-        ValueError: On a wrong shape, NaN, negative entries or rows not summing to 1.
+        ValueError: On a non-numeric array, a wrong shape, NaN, negative entries or rows
+            not summing to 1.
     """
-    p = prefs if isinstance(prefs, torch.Tensor) else torch.as_tensor(np.asarray(prefs))
+    p = _as_real_tensor(prefs, name)
     if not p.is_floating_point():
         p = p.to(torch.float32)
     if p.dim() == 1:
@@ -148,6 +167,23 @@ def distance_matrices(coords: torch.Tensor) -> torch.Tensor:
     return diff.pow(2).sum(-1).clamp_min(0).sqrt()
 
 
+def _check_nodes(nodes: Any, n_nodes: int, name: str, device: torch.device) -> torch.Tensor:
+    """``nodes`` as a long tensor of integer node indices in ``0..n_nodes-1`` (else ValueError)."""
+    t = _as_real_tensor(nodes, name).to(device)
+    if t.is_floating_point():
+        if not bool((t == t.round()).all()):
+            raise ValueError(f"{name} must hold integer node indices, got non-integer values")
+    elif t.dtype == torch.bool:
+        raise ValueError(f"{name} must hold integer node indices, got dtype bool")
+    t = t.long()
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= n_nodes):
+        raise ValueError(
+            f"{name} must hold node indices in 0..{n_nodes - 1}, "
+            f"got values in [{int(t.min())}, {int(t.max())}]"
+        )
+    return t
+
+
 def tour_costs(coords: Any, tours: Any) -> torch.Tensor:
     """Objective values (closed tour lengths) of tours.
 
@@ -159,9 +195,13 @@ def tour_costs(coords: Any, tours: Any) -> torch.Tensor:
     Returns:
         ``(B, P, M)`` (or ``(B, M)`` for 2-D ``tours``): the length of each closed tour
         under each objective's coordinates.
+
+    Raises:
+        ValueError: On bad ``coords`` (see :func:`check_coords`), ``tours`` of the wrong
+            shape, or entries that are not integer node indices in ``0..n-1``.
     """
     x = check_coords(coords)
-    t = torch.as_tensor(tours, device=x.device).long()
+    t = _check_nodes(tours, x.shape[1], "tours", x.device)
     squeeze = t.dim() == 2
     if squeeze:
         t = t.unsqueeze(1)
@@ -195,19 +235,36 @@ def scalarize(
         ideal: The ideal point ``z`` of Tchebycheff (scalar or ``(M,)``); 0 for tour lengths.
 
     Returns:
-        ``objectives.shape[:-1]``.
+        ``objectives.shape[:-1]`` (a tensor; arrays are converted).
+
+    Raises:
+        ValueError: On an unknown ``method`` or ``prefs`` whose last axis is not M.
     """
     check_choice("method", method, SCALARIZATIONS)
+    objectives = _as_real_tensor(objectives, "objectives")
+    prefs = _as_real_tensor(prefs, "prefs").to(objectives.device)
+    if objectives.dim() < 1 or prefs.dim() < 1 or prefs.shape[-1] != objectives.shape[-1]:
+        raise ValueError(
+            f"prefs (shape {tuple(prefs.shape)}) must have the last axis M of "
+            f"objectives (shape {tuple(objectives.shape)})"
+        )
     if method == "weighted_sum":
         return (prefs * objectives).sum(-1)
     return (prefs * (objectives - ideal).abs()).amax(-1)
 
 
 def is_tour(tours: Any, n_nodes: int) -> bool:
-    """Whether every row of ``tours`` (``(..., n)``) is a permutation of ``0..n-1``."""
-    t = torch.as_tensor(tours).long()
-    if t.shape[-1] != n_nodes:
+    """Whether every row of ``tours`` (``(..., n)``) is a permutation of ``0..n-1``.
+
+    Non-integer entries (e.g. ``0.5``) make it False, not truncated.
+    """
+    n_nodes = check_int("n_nodes", n_nodes, low=1)
+    t = _as_real_tensor(tours, "tours")
+    if t.dim() < 1 or t.shape[-1] != n_nodes:
         return False
+    if t.is_floating_point() and not bool((t == t.round()).all()):
+        return False
+    t = t.long()
     ref = torch.arange(n_nodes, device=t.device)
     return bool((t.sort(-1).values == ref).all())
 
@@ -355,7 +412,7 @@ class MOTSPEnv:
         dev = self.coords.device
         if start is None:
             start = (torch.arange(p, device=dev) % n).expand(b, p)
-        start = torch.as_tensor(start, device=dev).long()
+        start = _check_nodes(start, n, "start", dev)
         if start.shape != (b, p):
             raise ValueError(f"start must have shape ({b}, {p}), got {tuple(start.shape)}")
         self.first = start.clone()
@@ -378,9 +435,14 @@ class MOTSPEnv:
         """Visit ``action`` (``(B, P)`` long) next.
 
         Raises:
-            ValueError: If an action names a visited node.
+            ValueError: If ``action`` is not ``(B, P)`` node indices in ``0..n-1``, or an
+                action names a visited node.
         """
-        a = torch.as_tensor(action, device=self.coords.device).long()
+        a = _check_nodes(action, self.n_nodes, "action", self.coords.device)
+        if a.shape != (self.batch, self.n_rollouts):
+            raise ValueError(
+                f"action must have shape ({self.batch}, {self.n_rollouts}), got {tuple(a.shape)}"
+            )
         if bool(self.visited.gather(2, a.unsqueeze(-1)).any()):
             raise ValueError("action revisits a node (masked); pick among env.mask")
         self.visited.scatter_(2, a.unsqueeze(-1), True)

@@ -21,6 +21,10 @@ class MOTSPProblem(Problem):
     Args:
         coords: ``(n, 2M)`` coordinates of one instance (or ``(1, n, 2M)``).
 
+    Raises:
+        ValueError: On bad ``coords`` (see :func:`pmsa_moco.problem.check_coords`) or a
+            batch of more than one instance.
+
     Example:
         >>> import numpy as np
         >>> sq = np.array([[0, 0, 0, 0], [1, 0, 0, 2], [1, 1, 2, 2], [0, 1, 2, 0]], float)

@@ -21,6 +21,21 @@ from pmsa_moco.problem import (
 )
 
 
+def _check_model(model: Any) -> PMSAModel:
+    if not isinstance(model, PMSAModel):
+        raise TypeError(f"model must be a PMSAModel or NodeOnlyModel, got {type(model).__name__}")
+    return model
+
+
+def _as_device(device: Any) -> torch.device:
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"device must name a torch device ('cpu', 'cuda'), got {device!r}"
+        ) from exc
+
+
 def rollout(
     model: PMSAModel,
     coords: torch.Tensor,
@@ -33,15 +48,32 @@ def rollout(
 
     Args:
         model: The network.
-        coords: ``(B, n, 2M)`` float, validated.
-        prefs: ``(B, M)``, one preference per instance.
+        coords: ``(B, n, 2M)`` (array or tensor; moved to the model's dtype and device).
+        prefs: ``(B, M)``, one preference per instance, on the simplex (``(M,)`` or
+            ``(1, M)``: the same preference for every instance).
         greedy: Take the most likely node (else sample).
         generator: Random generator for sampling.
 
     Returns:
         ``tours`` ``(B, n, n)`` long (every row a permutation) and the summed
-        log-probability of each tour ``(B, n)`` (the forced start excluded).
+        log-probability of each tour ``(B, n)`` (the forced start excluded), on the
+        model's device.
+
+    Raises:
+        TypeError: If ``model`` is not a :class:`PMSAModel` (or :class:`NodeOnlyModel`).
+        ValueError: On bad ``coords`` or ``prefs`` (naming the argument), an M that is
+            not the model's, or ``prefs`` without one row per instance.
     """
+    param = next(_check_model(model).parameters())
+    coords = check_coords(coords, n_obj=model.n_obj).to(dtype=param.dtype, device=param.device)
+    prefs = check_prefs(prefs, model.n_obj).to(dtype=param.dtype, device=param.device)
+    if prefs.shape[0] == 1:
+        prefs = prefs.expand(coords.shape[0], -1)
+    if prefs.shape[0] != coords.shape[0]:
+        raise ValueError(
+            f"prefs must have one row per instance, shape ({coords.shape[0]}, {model.n_obj}), "
+            f"got {tuple(prefs.shape)}"
+        )
     enc = model.encode(coords, prefs)
     env = MOTSPEnv(coords)
     logp = torch.zeros(env.batch, env.n_rollouts, dtype=coords.dtype, device=coords.device)
@@ -109,8 +141,10 @@ def train(
         the sampled tours) and ``time_s`` (wall seconds since the start).
 
     Raises:
-        ValueError: On bad sizes, or ``n_obj`` not the model's.
+        TypeError: If ``model`` is not a :class:`PMSAModel` (or :class:`NodeOnlyModel`).
+        ValueError: On bad sizes, ``n_obj`` not the model's, or an unknown ``device``.
     """
+    _check_model(model)
     n_nodes = check_int("n_nodes", n_nodes, low=3)
     n_obj = check_int("n_obj", n_obj, low=1)
     steps = check_int("steps", steps, low=0)
@@ -119,7 +153,7 @@ def train(
     check_choice("scalarization", scalarization, SCALARIZATIONS)
     if n_obj != model.n_obj:
         raise ValueError(f"n_obj = {n_obj} does not match the model's n_obj = {model.n_obj}")
-    device = torch.device(device)
+    device = _as_device(device)
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     data_gen = torch.Generator().manual_seed(int(seed))
@@ -175,15 +209,15 @@ def solve(
         ``tours`` ``(B, P, n)`` int64 and ``objectives`` ``(B, P, M)`` float64 (numpy).
 
     Raises:
-        ValueError: On bad ``coords`` or ``prefs`` (naming the argument), or an M that
-            is not the model's.
+        TypeError: If ``model`` is not a :class:`PMSAModel` (or :class:`NodeOnlyModel`).
+        ValueError: On bad ``coords`` or ``prefs`` (naming the argument), an M that
+            is not the model's, or an unknown ``device``.
     """
-    x = check_coords(coords, n_obj=model.n_obj)
+    x = check_coords(coords, n_obj=_check_model(model).n_obj)
     lam = check_prefs(prefs, model.n_obj)
     check_choice("scalarization", scalarization, SCALARIZATIONS)
     chunk = check_int("chunk", chunk, low=1)
-    if device is None:
-        device = next(model.parameters()).device
+    device = next(model.parameters()).device if device is None else _as_device(device)
     model.eval()
     dtype = next(model.parameters()).dtype
     x = x.to(device=device, dtype=dtype)
