@@ -21,6 +21,7 @@ margin is infeasible.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import torch
@@ -123,6 +124,11 @@ class DescentConstraints(nn.Module):
                 f"layer_losses must have shape ({self.n_layers},) (one loss per layer after "
                 f"the base, n_layers={self.n_layers}), got {tuple(layer_losses.shape)}"
             )
+        if not isinstance(base_loss, (torch.Tensor, numbers.Real)) or isinstance(base_loss, bool):
+            raise TypeError(
+                f"base_loss must be a scalar tensor or a real number, got "
+                f"{type(base_loss).__name__}"
+            )
         base = torch.as_tensor(base_loss, dtype=layer_losses.dtype, device=layer_losses.device)
         if base.numel() != 1:
             raise ValueError(f"base_loss must be a scalar, got shape {tuple(base.shape)}")
@@ -142,6 +148,7 @@ class DescentConstraints(nn.Module):
             ``(L,)`` tensor ``g_l = l_{l+1} - (1 - eps) l_l`` (or ``- l_l + eps``).
 
         Raises:
+            TypeError: If ``layer_losses`` is not a tensor or ``base_loss`` not a scalar.
             ValueError: If ``layer_losses`` does not have shape ``(L,)``.
         """
         losses, base = self._check(layer_losses, base_loss)
@@ -171,6 +178,9 @@ class DescentConstraints(nn.Module):
 
         Returns:
             A scalar tensor to call ``backward`` on.
+
+        Raises:
+            TypeError, ValueError: As :meth:`constraint_values`.
         """
         g = self.constraint_values(layer_losses, base_loss, detach_previous=self.detach_previous)
         return layer_losses[-1] + (self.multipliers.to(g.dtype) * g).sum()
@@ -185,8 +195,26 @@ class DescentConstraints(nn.Module):
 
         Returns:
             The updated multipliers, ``(L,)``.
+
+        Raises:
+            TypeError: If ``layer_losses`` is not a tensor or ``base_loss`` not a scalar.
+            ValueError: If ``layer_losses`` does not have shape ``(L,)``, if a loss is
+                NaN or infinite (the multipliers would never recover), or if
+                ``base_loss < 0`` with ``normalize=True`` (the step is divided by it).
+                Nothing is updated when it raises.
         """
-        losses, base = self._check(layer_losses.detach(), torch.as_tensor(base_loss).detach())
+        losses, base = self._check(layer_losses, base_loss)
+        losses, base = losses.detach(), base.detach()
+        if not (bool(torch.isfinite(losses).all()) and bool(torch.isfinite(base))):
+            raise ValueError(
+                f"layer_losses and base_loss must be finite, got layer_losses="
+                f"{losses.tolist()}, base_loss={float(base)}"
+            )
+        if self.normalize and float(base) < 0:
+            raise ValueError(
+                f"base_loss must be >= 0 with normalize=True (the dual step is divided by "
+                f"it), got {float(base)}; pass normalize=False for losses that can be negative"
+            )
         g = self.constraint_values(losses, base).to(self.multipliers.dtype)
         self.slacks.copy_(g)
         scale = self.dual_lr

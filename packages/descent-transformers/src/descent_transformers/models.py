@@ -46,7 +46,10 @@ class UnrolledTransformer(nn.Module):
 
     Raises:
         ValueError: On a non-positive size, ``heads`` not dividing ``dim`` or ``size``
-            not a multiple of ``patch``.
+            not a multiple of ``patch``; at call time, on an input ``x`` that is not a
+            ``(B, frames, size, size)`` tensor.
+        TypeError: On a non-integer size; at call time, on an input whose dtype is not
+            the model's (float32 unless converted).
 
     Example:
         >>> import torch
@@ -104,6 +107,13 @@ class UnrolledTransformer(nn.Module):
         if not isinstance(x, torch.Tensor) or x.dim() != 4 or tuple(x.shape[1:]) != want:
             got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             raise ValueError(f"x must have shape (B, {want[0]}, {want[1]}, {want[2]}), got {got}")
+        dtype = self.embed.weight.dtype
+        if x.dtype != dtype:
+            raise TypeError(
+                f"x must have the model's dtype {dtype}, got {x.dtype} (convert the clip with "
+                f"x.to({dtype}), scaled to [0, 1] if it holds 8-bit pixels, or the model "
+                f"with .to(x.dtype))"
+            )
 
     def patchify(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, T, H, W)`` -> ``(B, T * N, p * p)`` tokens, time-major."""
@@ -124,6 +134,9 @@ class UnrolledTransformer(nn.Module):
             x: ``(B, T, H, W)`` float clip.
             perturb: Optional ``perturb(l, h) -> h`` applied after block ``l``
                 (``1 .. L``), e.g. noise injected into a middle layer.
+
+        Raises:
+            ValueError, TypeError: On an ``x`` of another shape or dtype (see the class).
         """
         self._check_input(x)
         b = x.shape[0]
@@ -158,6 +171,17 @@ class LayerHeads(nn.Module):
     pools each of its ``L + 1`` hidden states over the tokens that ``attention_mask``
     keeps, and applies head ``l`` to state ``l``: ``L + 1`` logits of shape ``(B, C)``.
     Index 0 is the embedding layer. ``forward`` returns the last layer's logits.
+
+    Args:
+        encoder: The encoder (its parameters are shared, not copied).
+        n_layers: ``L``, its number of layers after the embeddings.
+        hidden: Width of its hidden states.
+        n_classes: Number of classes ``C >= 2``.
+
+    Raises:
+        TypeError, ValueError: On a non-integer or out-of-range size; at call time
+            (``layer_outputs``), a TypeError if ``inputs`` is not a mapping or the encoder
+            does not return ``L + 1`` hidden states.
     """
 
     def __init__(self, encoder: nn.Module, n_layers: int, hidden: int, n_classes: int) -> None:

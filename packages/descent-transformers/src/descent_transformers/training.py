@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from icml26_core.validation import check_float
 from torch import nn
 
 from descent_transformers.constraints import DescentConstraints
@@ -38,6 +39,15 @@ def layer_predictions(
     the model is called with ``output_hidden_states=True`` (keyword arguments when
     ``inputs`` is a mapping) and ``readout`` is applied to each hidden state; a model
     that does not take that argument may instead return a list/tuple of states.
+
+    Args:
+        model: A model with ``layer_outputs`` (or hidden states, with ``readout``).
+        inputs: Its input (a tensor, or a mapping of keyword arguments).
+        readout: Map from a hidden state to a prediction, or None.
+
+    Returns:
+        A list of ``L + 1`` predictions (``L >= 1``), as the model or ``readout`` shapes
+        them.
 
     Raises:
         TypeError: If the model exposes no per-layer states (the message names
@@ -89,6 +99,11 @@ def layer_losses(
     Returns:
         ``(L + 1,)`` tensor, differentiable.
 
+    Raises:
+        TypeError: If ``target`` is not a tensor, or as :func:`layer_predictions`.
+        ValueError: With the default loss and a float ``target``, if ``target``'s shape
+            differs from a layer's prediction (MSE would silently broadcast).
+
     Example:
         >>> import torch
         >>> from descent_transformers import UnrolledTransformer
@@ -97,21 +112,45 @@ def layer_losses(
         >>> layer_losses(net, x + 0.1, x).tolist()  # zero-initialised readout: all = l_0
         [0.01..., 0.01..., 0.01...]
     """
+    if not isinstance(target, torch.Tensor):
+        raise TypeError(f"target must be a torch.Tensor, got {type(target).__name__}")
+    preds = layer_predictions(model, inputs, readout)
+    if loss_fn is None and target.is_floating_point():
+        for i, p in enumerate(preds):
+            if isinstance(p, torch.Tensor) and p.shape != target.shape:
+                raise ValueError(
+                    f"target must have the shape of the predictions, "
+                    f"{tuple(p.shape)} (layer {i}), got {tuple(target.shape)}"
+                )
     fn = loss_fn or _default_loss
-    return torch.stack([fn(p, target) for p in layer_predictions(model, inputs, readout)])
+    return torch.stack([fn(p, target) for p in preds])
 
 
 def descent_share(losses: Sequence[float] | torch.Tensor, tol: float = 0.0) -> float:
     """Share of consecutive layer pairs whose loss does not increase (ties count).
 
     Args:
-        losses: ``(L + 1,)`` losses ``l_0 .. l_L`` (at least two).
+        losses: ``(L + 1,)`` losses ``l_0 .. l_L`` (at least two), a 1-D sequence or
+            tensor. A NaN entry counts as an increase on both of its pairs.
         tol: Increase that still counts as non-increasing (absolute, >= 0).
 
     Returns:
         A float in ``[0, 1]``: ``#{l : l_{l+1} <= l_l + tol} / L``.
+
+    Raises:
+        TypeError: If ``losses`` is not numeric or ``tol`` not a real number.
+        ValueError: If ``losses`` is not 1-D or has fewer than 2 entries, or
+            ``tol < 0``.
     """
-    v = torch.as_tensor(losses, dtype=torch.float64).detach().reshape(-1)
+    tol = check_float("tol", tol, low=0.0)
+    try:
+        v = torch.as_tensor(losses, dtype=torch.float64).detach()
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(
+            f"losses must be a 1-D sequence or tensor of numbers, got {type(losses).__name__}"
+        ) from err
+    if v.dim() != 1:
+        raise ValueError(f"losses must be 1-D (l_0 .. l_L), got shape {tuple(v.shape)}")
     if v.numel() < 2:
         raise ValueError(f"losses must have at least 2 entries, got {v.numel()}")
     return float((v[1:] <= v[:-1] + tol).double().mean())
@@ -119,6 +158,16 @@ def descent_share(losses: Sequence[float] | torch.Tensor, tol: float = 0.0) -> f
 
 def is_monotone(losses: Sequence[float] | torch.Tensor, tol: float = 0.0) -> bool:
     """Whether the losses never increase from one layer to the next (ties allowed).
+
+    Args:
+        losses: ``(L + 1,)`` losses ``l_0 .. l_L``, as :func:`descent_share`.
+        tol: Increase that still counts as non-increasing (absolute, >= 0).
+
+    Returns:
+        ``descent_share(losses, tol) == 1``.
+
+    Raises:
+        TypeError, ValueError: As :func:`descent_share`.
 
     Example:
         >>> is_monotone([1.0, 0.5, 0.5, 0.2]), is_monotone([1.0, 0.5, 0.6])
@@ -173,9 +222,20 @@ class PrimalDualTrainer:
     def step(self, inputs: Any, target: torch.Tensor) -> dict[str, Any]:
         """One primal and one dual step on a minibatch.
 
+        Args:
+            inputs: The model's input (a tensor, or a mapping of keyword arguments).
+            target: The target, as :func:`layer_losses`.
+
         Returns:
             ``{"loss": l_L, "lagrangian": ..., "layer_losses": [l_0..l_L],
             "multipliers": [...], "slacks": [...]}`` as Python floats.
+
+        Raises:
+            ValueError: If the model's layer count differs from
+                ``constraints.n_layers``, or if a layer loss is NaN or infinite
+                (checked before any step: the model, optimizer and multipliers are
+                left unchanged).
+            TypeError: As :func:`layer_losses`.
         """
         losses = layer_losses(
             self.model, inputs, target, loss_fn=self.loss_fn, readout=self.readout
@@ -184,6 +244,11 @@ class PrimalDualTrainer:
             raise ValueError(
                 f"the model has {losses.numel() - 1} layers after the base but constraints "
                 f"has n_layers={self.constraints.n_layers}"
+            )
+        if not bool(torch.isfinite(losses.detach()).all()):
+            raise ValueError(
+                f"a layer loss is not finite, layer_losses={losses.detach().tolist()}; "
+                "no step was taken"
             )
         lag = self.constraints.lagrangian(losses[1:], losses[0])
         self.optimizer.zero_grad()
