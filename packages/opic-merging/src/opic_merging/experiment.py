@@ -2,7 +2,9 @@
 
 SmolLM2-135M-Instruct (offline) is fine-tuned on short-answer tasks (country -> capital,
 country -> region, word -> sentiment) through the core's ``finetune_task_models``: only
-the top ``K`` decoder layers (default 4 of 30), cached on disk. The task vectors are
+the top ``K`` decoder layers (2 of 30 at default scale, all 30 at full), cached on disk.
+Smoke scale swaps SmolLM2 for a random tiny Llama on bytes (the pipeline, not the claims).
+The task vectors are
 merged by task arithmetic, TIES and DARE-TIES at validation-free default settings, by a
 labeled-validation grid over their constants (an upper reference that uses labels), by
 an AdaMerging-style search (entropy of the next-token distribution on the unlabeled
