@@ -2,7 +2,7 @@ import pytest
 from icml26_core.testing import check_experiment
 
 
-@pytest.mark.slow  # SmolLM2 fine-tuning of 2 tasks: minutes on 2 shared cores (cached afterwards)
+@pytest.mark.slow  # a tiny random Llama fine-tuned on 2 tasks: minutes on 2 shared cores
 def test_experiment_smoke(tmp_path):
     result = check_experiment("opic-merging", tmp_path)
     names = [c.statement for c in result.claims]

@@ -205,7 +205,7 @@ class _Toy(torch.nn.Module):
         self.model.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4, bias=False)])
 
 
-def _toy_opic(budget=40, optimizer="cma", levels=("task", "layer", "module")):
+def _toy_opic(budget=40, optimizer="cma", levels=("task", "layer", "module"), **kw):
     base = _Toy()
     torch.nn.init.zeros_(base.model.layers[0].weight)
     tvs = {}
@@ -221,7 +221,15 @@ def _toy_opic(budget=40, optimizer="cma", levels=("task", "layer", "module")):
             return ""
 
     opic = om.OPIC(
-        base, tvs, Tok(), n_shots=1, budget=budget, n_pseudo=2, optimizer=optimizer, levels=levels
+        base,
+        tvs,
+        Tok(),
+        n_shots=1,
+        budget=budget,
+        n_pseudo=2,
+        optimizer=optimizer,
+        levels=levels,
+        **kw,
     )
     return opic
 
@@ -283,3 +291,47 @@ def test_opic_argument_errors():
         opic.fit({"t0": "x"})
     with pytest.raises(RuntimeError, match="fit"):
         opic.merged_model()
+
+
+def test_bad_arguments_name_themselves_and_nothing_is_mutated():
+    base, tuned = _pair()
+    before = {k: v.clone() for k, v in base.items()}
+    tvs = [om.TaskVector.from_models(base, t, name=f"t{i}") for i, t in enumerate(tuned)]
+    with pytest.raises(TypeError, match="coefficients"):
+        om.merge(base, tvs, "ab")
+    with pytest.raises(TypeError, match="task_vector"):
+        om.dare(tuned[0], 0.5)
+    with pytest.raises(ValueError, match="seed"):
+        om.dare(tvs[0], 0.5, seed=-1)
+    with pytest.raises(TypeError, match="seed"):
+        om.dare_ties_merge(tvs, 0.5, seed="x")
+    other = om.TaskVector({"model.layers.0.mlp.up_proj.weight": torch.zeros(3)})
+    with pytest.raises(ValueError, match="shape"):
+        om.ties_merge([tvs[0], other])
+    with pytest.raises(ValueError, match="shape"):
+        om.dare_ties_merge([tvs[0], other])
+    with pytest.raises(ValueError, match="shape"):
+        tvs[0] + other
+    with pytest.raises(TypeError, match="task_vectors"):
+        om.group_names([base], "task")
+    with pytest.raises(TypeError, match="task_vectors"):
+        om.mergekit_config([base], [1.0])
+    with pytest.raises(TypeError, match="coefficients"):
+        om.mergekit_config(tvs, "ab")
+    cfg = om.mergekit_config(tvs, [0.5, 0.25])
+    with pytest.raises(TypeError, match="config"):
+        om.from_mergekit_config(None, base, tvs)
+    with pytest.raises(ValueError, match="base lacks"):
+        om.from_mergekit_config(cfg, {"x": torch.zeros(1)}, tvs)
+    for k, v in base.items():
+        assert torch.equal(v, before[k])
+    with pytest.raises(TypeError, match="bounds"):
+        _toy_opic(bounds=(1.0,))
+    with pytest.raises(TypeError, match="budget"):
+        _toy_opic(budget="ab")
+    assert _toy_opic(levels="task").levels == ("task",)
+    opic = _toy_opic()
+    with pytest.raises(TypeError, match="task_instructions"):
+        opic.fit({t: 3 for t in opic.tasks})
+    with pytest.raises(TypeError, match="objective"):
+        opic.search(None)

@@ -2,14 +2,16 @@
 
 SmolLM2-135M-Instruct (offline) is fine-tuned on short-answer tasks (country -> capital,
 country -> region, word -> sentiment) through the core's ``finetune_task_models``: only
-the top ``K`` decoder layers (default 4 of 30), cached on disk. The task vectors are
-merged by task arithmetic, TIES and DARE-TIES at validation-free default settings, by a
-labeled-validation grid over their constants (an upper reference that uses labels), by
-an AdaMerging-style search (entropy of the next-token distribution on the unlabeled
-test inputs, same hierarchical CMA-ES and budget as OPIC: the objective alone differs)
-and by OPIC. Each merge is scored on held-out items of every task: accuracy (greedy
-decoding reproduces the answer), normalized retention (merged accuracy / task-model
-accuracy, averaged over tasks) and its ICL score (OPIC's objective).
+the top ``K`` decoder layers (2 of 30 at default scale, all 30 at full), cached on disk.
+Smoke scale swaps SmolLM2 for a random tiny Llama on bytes (the pipeline, not the
+claims). The task vectors are merged by task arithmetic, TIES and DARE-TIES at
+validation-free default settings, by a labeled-validation grid over their constants (an
+upper reference that uses labels), by an AdaMerging-style search (entropy of the
+next-token distribution on the unlabeled test inputs, same hierarchical CMA-ES and
+budget as OPIC: the objective alone differs) and by OPIC. Each merge is scored on
+held-out items of every task: accuracy (greedy decoding reproduces the answer),
+normalized retention (merged accuracy / task-model accuracy, averaged over tasks) and
+its ICL score (OPIC's objective).
 
 The unit of the paired claims is the held-out item (its correctness divided by its
 task model's accuracy, so the mean is the mean retention); one fine-tuning seed and one

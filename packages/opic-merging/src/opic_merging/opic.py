@@ -34,6 +34,8 @@ from opic_merging._lm import CachedScorer, generate
 from opic_merging.vectors import (
     GRANULARITIES,
     TaskVector,
+    _check_vectors,
+    _coefficient_matrix,
     group_names,
     merge,
     parameter_groups,
@@ -90,13 +92,20 @@ def mergekit_config(
         base_model: Path or hub name of the base model in the config.
         model_paths: One path per task model (default: each task vector's name).
         dtype: mergekit's ``dtype``.
+
+    Returns:
+        The config: ``merge_method``, ``base_model``, ``models`` (one entry per task
+        vector), ``parameters`` and ``dtype``.
+
+    Raises:
+        TypeError: If an element of ``task_vectors`` is not a :class:`TaskVector` or
+            ``coefficients`` are not numbers.
+        ValueError: On an empty task list, an unknown granularity, coefficients of the
+            wrong shape or not finite, or a ``model_paths`` of the wrong length.
     """
+    task_vectors = _check_vectors(task_vectors)
     groups = group_names(task_vectors, granularity)
-    lam = np.asarray(coefficients, dtype=float)
-    if lam.ndim == 1:
-        lam = np.repeat(lam[:, None], len(groups), axis=1)
-    if lam.shape != (len(task_vectors), len(groups)):
-        raise ValueError(f"coefficients must have shape ({len(task_vectors)}, {len(groups)})")
+    lam = _coefficient_matrix(coefficients, len(task_vectors), len(groups))
     paths = (
         list(model_paths)
         if model_paths is not None
@@ -144,8 +153,18 @@ def from_mergekit_config(
     entry): ``theta_0 + sum_k w_k(tensor) tau_k``. Returns a state dict.
 
     Raises:
-        ValueError: If the method is not ``task_arithmetic`` or the model count differs.
+        TypeError: If ``config`` is not a mapping, ``base`` is neither a module nor a
+            state dict, or an element of ``task_vectors`` is not a :class:`TaskVector`.
+        ValueError: If the method is not ``task_arithmetic``, the model count differs,
+            or a task vector changes a tensor that ``base`` lacks.
     """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping (a parsed YAML), got {type(config).__name__}")
+    task_vectors = _check_vectors(task_vectors)
+    if not isinstance(base, torch.nn.Module | Mapping):
+        raise TypeError(
+            f"base must be a torch.nn.Module or a state dict, got {type(base).__name__}"
+        )
     if config.get("merge_method") != "task_arithmetic":
         raise ValueError("config's merge_method must be 'task_arithmetic'")
     models = list(config.get("models", []))
@@ -158,6 +177,8 @@ def from_mergekit_config(
     for entry, tv in zip(models, task_vectors, strict=True):
         weight = entry.get("parameters", {}).get("weight", 1.0)
         for key, d in tv.delta.items():
+            if key not in state:
+                raise ValueError(f"a task vector has tensor {key!r} that base lacks")
             state[key] = state[key] + _weight_for(weight, key) * d.to(state[key].device)
     return state
 
@@ -252,7 +273,7 @@ class OPIC:
             raise TypeError("tokenizer must have encode(str) and decode(ids)")
         self.tokenizer = tokenizer
         self.n_shots = check_int("n_shots", n_shots, low=0)
-        levels = tuple(levels)
+        levels = (levels,) if isinstance(levels, str) else tuple(levels)
         if not levels:
             raise ValueError("levels must name at least one granularity")
         for lv in levels:
@@ -265,14 +286,18 @@ class OPIC:
             total = check_int("budget", int(budget), low=len(levels))
             self.budgets = [total // len(levels)] * len(levels)
         else:
-            self.budgets = [check_int("budget", int(b), low=1) for b in budget]
+            if isinstance(budget, str) or not isinstance(budget, Sequence):
+                raise TypeError(f"budget must be an int or one int per level, got {budget!r}")
+            self.budgets = [check_int("budget", b, low=1) for b in budget]
             if len(self.budgets) != len(levels):
                 raise ValueError("budget must be an int or one count per level")
         self.n_pseudo = check_int("n_pseudo", n_pseudo, low=self.n_shots + 1)
         self.n_queries = check_int("n_queries", n_queries, low=1)
         self.init = check_float("init", init)
         self.sigma = check_float("sigma", sigma, low=0.0, low_inclusive=False)
-        lo, hi = (float(b) for b in bounds)
+        if isinstance(bounds, str) or not isinstance(bounds, Sequence) or len(bounds) != 2:
+            raise TypeError(f"bounds must be a pair (low, high), got {bounds!r}")
+        lo, hi = (check_float("bounds", b) for b in bounds)
         if not lo < hi:
             raise ValueError(f"bounds must be (low, high) with low < high, got {bounds}")
         self.bounds = (lo, hi)
@@ -433,11 +458,19 @@ class OPIC:
 
         Raises:
             ValueError: If the instructions do not name exactly the tasks.
+            TypeError: If an instruction is not a string or ``inputs`` is not a mapping.
+            RuntimeError: If the base model generates, or a task model labels, fewer
+                than ``n_shots + 1`` distinct items for a task.
         """
         if not isinstance(task_instructions, Mapping) or set(task_instructions) != set(self.tasks):
             raise ValueError(
                 f"task_instructions must map exactly the tasks {self.tasks} to strings"
             )
+        for task, instr in task_instructions.items():
+            if not isinstance(instr, str):
+                raise TypeError(
+                    f"task_instructions[{task!r}] must be a str, got {type(instr).__name__}"
+                )
         if inputs is not None and not isinstance(inputs, Mapping):
             raise TypeError("inputs must be a mapping task -> sequence of str, or None")
         self.pseudo_data_ = self._self_generate(task_instructions, inputs)
@@ -459,7 +492,12 @@ class OPIC:
 
         Returns:
             ``self``, with ``coefficients_``, ``fitness_``, ``history_`` set.
+
+        Raises:
+            TypeError: If ``objective`` is not callable.
         """
+        if not callable(objective):
+            raise TypeError(f"objective must be callable, got {type(objective).__name__}")
         self.history_: list[dict[str, Any]] = []
         best_f, best_lam, best_level = -math.inf, None, None
         lam = np.full((len(self.tasks), 1), self.init)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from icml26_core.validation import check_choice, check_float
+from icml26_core.validation import check_choice, check_float, check_int
 
 __all__ = [
     "GRANULARITIES",
@@ -143,7 +143,10 @@ class TaskVector:
         return math.sqrt(sum(float(v.double().pow(2).sum()) for v in self.delta.values()))
 
     def __mul__(self, scale: float) -> TaskVector:
-        return TaskVector({k: v * float(scale) for k, v in self.delta.items()}, self.name)
+        if not isinstance(scale, int | float | np.integer | np.floating) or isinstance(scale, bool):
+            return NotImplemented
+        scale = check_float("scale", scale)
+        return TaskVector({k: v * scale for k, v in self.delta.items()}, self.name)
 
     __rmul__ = __mul__
 
@@ -155,6 +158,11 @@ class TaskVector:
             return NotImplemented
         out = {k: v.clone() for k, v in self.delta.items()}
         for k, v in other.delta.items():
+            if k in out and (out[k].shape != v.shape or out[k].dtype != v.dtype):
+                raise ValueError(
+                    f"cannot add task vectors: {k!r} has shape {tuple(out[k].shape)} "
+                    f"({out[k].dtype}) and {tuple(v.shape)} ({v.dtype})"
+                )
             out[k] = out[k] + v if k in out else v.clone()
         return TaskVector(out)
 
@@ -205,7 +213,14 @@ def group_names(task_vectors: Sequence[TaskVector], granularity: str) -> tuple[s
     """The groups (columns of the coefficient matrix) for these task vectors, in order.
 
     Layers are ordered by index, ``"other"`` last.
+
+    Raises:
+        TypeError: If an element of ``task_vectors`` is not a :class:`TaskVector`.
+        ValueError: On an unknown ``granularity``.
     """
+    for i, tv in enumerate(task_vectors):
+        if not isinstance(tv, TaskVector):
+            raise TypeError(f"task_vectors[{i}] must be a TaskVector, got {type(tv).__name__}")
     names = sorted({n for tv in task_vectors for n in tv.delta})
     return tuple(sorted(set(parameter_groups(names, granularity)), key=_group_key))
 
@@ -222,8 +237,28 @@ def _check_vectors(task_vectors: Any) -> list[TaskVector]:
     return tvs
 
 
+def _check_same_shapes(tvs: Sequence[TaskVector]) -> None:
+    seen: dict[str, tuple[int, tuple[int, ...], Any]] = {}
+    for i, tv in enumerate(tvs):
+        for k, v in tv.delta.items():
+            if k not in seen:
+                seen[k] = (i, tuple(v.shape), v.dtype)
+            elif seen[k][1:] != (tuple(v.shape), v.dtype):
+                j, shape, dtype = seen[k]
+                raise ValueError(
+                    f"task_vectors[{i}][{k!r}] has shape {tuple(v.shape)} ({v.dtype}), "
+                    f"task_vectors[{j}] has {shape} ({dtype})"
+                )
+
+
 def _coefficient_matrix(coefficients: Any, n_tasks: int, n_groups: int) -> np.ndarray:
-    lam = np.asarray(coefficients, dtype=float)
+    try:
+        lam = np.asarray(coefficients, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(
+            f"coefficients must be numbers of shape ({n_tasks},) or ({n_tasks}, {n_groups}), "
+            f"got {type(coefficients).__name__}: {err}"
+        ) from None
     if lam.ndim == 1 and lam.shape[0] == n_tasks:
         lam = np.repeat(lam[:, None], n_groups, axis=1)
     if lam.shape != (n_tasks, n_groups):
@@ -252,6 +287,9 @@ def merge(base: Any, task_vectors: Any, coefficients: Any, granularity: str = "t
         The merged model or state dict (the base's devices and dtypes).
 
     Raises:
+        TypeError: If ``base`` is neither a module nor a state dict, an element of
+            ``task_vectors`` is not a :class:`TaskVector`, or ``coefficients`` are not
+            numbers.
         ValueError: On an empty task list, a task-vector tensor the base lacks, a shape
             or dtype mismatch, or coefficients of the wrong shape or not finite.
     """
@@ -337,9 +375,12 @@ def ties_merge(task_vectors: Any, density: float = 0.2) -> TaskVector:
         The merged task vector.
 
     Raises:
-        ValueError: On an empty list or a density outside (0, 1].
+        TypeError: If an element of ``task_vectors`` is not a :class:`TaskVector`.
+        ValueError: On an empty list, a density outside (0, 1], or task vectors whose
+            tensors of one name differ in shape or dtype.
     """
     tvs = _check_vectors(task_vectors)
+    _check_same_shapes(tvs)
     density = check_float("density", density, low=0.0, high=1.0, low_inclusive=False)
     keys = sorted({k for tv in tvs for k in tv.delta})
     out = {}
@@ -360,9 +401,22 @@ def dare(task_vector: TaskVector, density: float, *, seed: int = 0) -> TaskVecto
 
     Kept entries are divided by ``density`` so that the expectation is unchanged.
 
+    Args:
+        task_vector: One :class:`TaskVector`.
+        density: Keep probability, in (0, 1].
+        seed: Seed of the drop mask (an integer >= 0).
+
+    Returns:
+        The dropped and rescaled task vector (same tensor names, shapes and dtypes).
+
     Raises:
-        ValueError: On a density outside (0, 1].
+        TypeError: If ``task_vector`` is not a :class:`TaskVector` or ``seed`` is not
+            an integer.
+        ValueError: On a density outside (0, 1] or a negative seed.
     """
+    if not isinstance(task_vector, TaskVector):
+        raise TypeError(f"task_vector must be a TaskVector, got {type(task_vector).__name__}")
+    seed = check_int("seed", seed, low=0)
     density = check_float("density", density, low=0.0, high=1.0, low_inclusive=False)
     gen = torch.Generator().manual_seed(int(seed))
     out = {}
@@ -383,8 +437,16 @@ def dare_ties_merge(task_vectors: Any, density: float = 0.5, *, seed: int = 0) -
 
     Returns:
         The merged task vector.
+
+    Raises:
+        TypeError: If an element is not a :class:`TaskVector` or ``seed`` is not an integer.
+        ValueError: On an empty list, a density outside (0, 1], a negative seed, or
+            task vectors whose tensors of one name differ in shape or dtype.
     """
     tvs = _check_vectors(task_vectors)
+    _check_same_shapes(tvs)
+    seed = check_int("seed", seed, low=0)
+    density = check_float("density", density, low=0.0, high=1.0, low_inclusive=False)
     dropped = [dare(tv, density, seed=seed + i) for i, tv in enumerate(tvs)]
     keys = sorted({k for tv in dropped for k in tv.delta})
     out = {}
