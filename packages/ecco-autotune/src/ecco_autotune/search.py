@@ -76,6 +76,10 @@ def _check_common(program: Program, budget: int, evaluator: Evaluator | None) ->
     if not isinstance(program, Program):
         raise TypeError(f"program must be an ecco_autotune.Program, got {type(program).__name__}")
     check_int("budget", budget, low=1)
+    if evaluator is not None and not isinstance(evaluator, Evaluator):
+        raise TypeError(
+            f"evaluator must be an ecco_autotune.Evaluator, got {type(evaluator).__name__}"
+        )
     return evaluator or default_evaluator()
 
 
@@ -96,6 +100,8 @@ class RandomSearch:
         seed_passes: Sequence[str] = O3_PASSES,
         workers: int = 2,
     ) -> None:
+        if not isinstance(lengths, (tuple, list)) or len(lengths) != 2:
+            raise TypeError(f"lengths must be a pair (min, max) of integers, got {lengths!r}")
         lo, hi = lengths
         check_int("lengths[0]", lo, low=1)
         check_int("lengths[1]", hi, low=lo)
@@ -130,8 +136,26 @@ def mutate(
     """One insert / replace / delete / swap mutation; new passes drawn from ``weights``.
 
     The result is never empty and never longer than ``max_length``.
+
+    Args:
+        seq: The parent sequence (not modified).
+        rng: Source of randomness.
+        weights: Unnormalised probabilities over :data:`PASSES` (length
+            ``len(PASSES)``); None for uniform.
+        max_length: Inserts are skipped at this length.
+
+    Raises:
+        ValueError: If ``weights`` has the wrong length, a negative entry or sum 0.
     """
-    p = None if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
+    p = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (len(PASSES),) or not np.all(w >= 0) or not w.sum() > 0:
+            raise ValueError(
+                f"weights must be {len(PASSES)} non-negative numbers (one per entry of PASSES) "
+                f"with a positive sum, got shape {w.shape}"
+            )
+        p = w / w.sum()
     s = list(seq)
     ops = ["insert", "replace", "delete", "swap"]
     if len(s) >= max_length:

@@ -166,6 +166,8 @@ class Strategist:
         k: int = 2,
     ) -> None:
         self.model, self.tokenizer = model, tokenizer
+        if isinstance(examples, str) or not all(isinstance(r, CoTRecord) for r in examples):
+            raise TypeError("examples must be a sequence of CoTRecord (see build_cot_dataset)")
         self.examples = list(examples)
         self.k = check_int("k", k, low=0)
         #: model calls so far
