@@ -63,6 +63,11 @@ class Program:
             size in bytes).
         include_dirs: ``-I`` folders.
         name: Label in tables.
+
+    Raises:
+        TypeError: If ``driver`` is not a path or ``sources``/``args``/``include_dirs``
+            is not a tuple (or list).
+        ValueError: If a source or the driver does not exist.
     """
 
     sources: tuple[str, ...]
@@ -269,7 +274,12 @@ class Evaluator:
     Args:
         toolchain: Tools to use (default: :meth:`Toolchain.check`).
         workdir: Folder for build files (default: a temporary folder).
-        timeout: Seconds allowed for each tool run and for the program.
+        timeout: Seconds allowed for each tool run and for the program (> 0).
+
+    Raises:
+        TypeError: If ``toolchain`` is not a :class:`Toolchain`.
+        ValueError: If ``timeout`` <= 0.
+        ToolchainError: If ``toolchain`` is None and a tool is missing.
     """
 
     def __init__(

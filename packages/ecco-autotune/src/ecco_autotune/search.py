@@ -91,6 +91,12 @@ class RandomSearch:
         seed_passes: Evaluated first (default: the -O3 pass list), so every method
             starts from the same point.
         workers: Concurrent evaluations (tool processes), 1 or 2 here.
+
+    Raises:
+        TypeError: If ``lengths`` is not a pair or an argument has the wrong type
+            (``program``, ``evaluator`` of :meth:`tune` too).
+        ValueError: If a length, ``workers`` or ``budget`` is < 1, or ``seed_passes``
+            names an unknown pass.
     """
 
     def __init__(
@@ -203,6 +209,12 @@ class GeneticTuner:
             first generation are its mutants.
         max_length: Longest sequence allowed.
         workers: Concurrent evaluations.
+
+    Raises:
+        TypeError: If an argument has the wrong type (``program``, ``evaluator`` of
+            :meth:`tune` too).
+        ValueError: If ``population`` < 2, ``elite`` >= ``population``, a rate is out
+            of range or ``seed_passes`` names an unknown pass.
     """
 
     def __init__(
