@@ -2,6 +2,7 @@ import pytest
 from icml26_core.testing import check_experiment
 
 
+@pytest.mark.slow  # ~20 CPU-s; the checksum gate, determinism and operators are tested cheaply
 def test_experiment_smoke(tmp_path, toolchain):
     result = check_experiment("ecco-autotune", tmp_path)
     assert len(result.claims) == 4

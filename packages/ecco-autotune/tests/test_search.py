@@ -21,6 +21,7 @@ from ecco_autotune import (
     mutate,
     validate_passes,
 )
+from ecco_autotune.program import Evaluator
 from ecco_autotune.strategist import CoTRecord
 
 
@@ -172,3 +173,29 @@ def test_bad_input_names_the_argument(tmp_path):
         ECCO("smollm2")
     with pytest.raises(ValueError, match="intent must be one of"):
         intent_weights("speed")
+
+
+def test_bad_types_name_the_argument(tmp_path):
+    """Regression: these once raised from deep inside pathlib, numpy or tuple unpacking."""
+    src = tmp_path / "k.c"
+    src.write_text("int main(void){return 0;}\n")
+    prog = Program(sources=(), driver=str(src))
+    with pytest.raises(TypeError, match="driver must be a path"):
+        Program(sources=(), driver=123)
+    with pytest.raises(TypeError, match="sources must be a tuple"):
+        Program(sources=None, driver=str(src))
+    with pytest.raises(TypeError, match="passes must be a sequence"):
+        validate_passes(None)
+    with pytest.raises(ValueError, match="timeout must be"):
+        Evaluator(timeout=-1)
+    with pytest.raises(TypeError, match="toolchain must be"):
+        Evaluator("clang")
+    with pytest.raises(TypeError, match="lengths must be a pair"):
+        RandomSearch(lengths=5)
+    with pytest.raises(TypeError, match="evaluator must be"):
+        GeneticTuner(population=3).tune(prog, 3, evaluator="x")
+    with pytest.raises(TypeError, match="examples must be a sequence of CoTRecord"):
+        Strategist(None, None, "abc")
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=f"weights must be {len(PASSES)}"):
+        mutate(("sroa", "gvn"), rng, [1.0, 2.0])

@@ -40,6 +40,7 @@ def test_every_pass_runs_alone(evaluator):
         assert r.returncode == 0, x
 
 
+@pytest.mark.slow
 def test_o3_pass_list_is_llvm14_legacy_o3(evaluator):
     """The GA seed is -O3's own transform list: the same optimised IR on md5."""
     p = Program.builtin("md5", input_bytes=1024)
@@ -59,6 +60,7 @@ def test_same_sequence_same_cycles(toolchain, tmp_path):
     assert a.counters == b.counters
 
 
+@pytest.mark.slow
 def test_cycles_do_not_depend_on_the_work_folder_or_build_count(toolchain, tmp_path):
     """Regression: argv[0]'s length once shifted the stack and the simulated misses."""
     p = Program.builtin("ripemd160", input_bytes=1024)
@@ -114,6 +116,13 @@ def test_o3_needs_no_more_cycles_than_o0_everywhere(evaluator, name):
     p = Program.builtin(name, input_bytes=4096)
     o0, o3 = evaluator.evaluate(p, "-O0"), evaluator.evaluate(p, "-O3")
     assert o0.valid and o3.valid and o3.cycles <= o0.cycles
+
+
+def test_evaluate_names_a_wrong_program(evaluator):
+    with pytest.raises(TypeError, match=r"program must be an ecco_autotune\.Program"):
+        evaluator.evaluate("md5", ["sroa"])
+    with pytest.raises(TypeError, match="program must be"):
+        evaluator.features("md5")
 
 
 def test_features_count_the_ir(evaluator):

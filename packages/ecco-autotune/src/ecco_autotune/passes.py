@@ -121,6 +121,8 @@ def validate_passes(passes: Iterable[str], *, name: str = "passes") -> tuple[str
     """
     if isinstance(passes, str):
         raise TypeError(f"{name} must be a sequence of pass names, got the string {passes!r}")
+    if not isinstance(passes, Iterable):
+        raise TypeError(f"{name} must be a sequence of pass names, got {type(passes).__name__}")
     seq = tuple(passes)
     if not seq:
         raise ValueError(f"{name} must hold at least one pass, got an empty sequence")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-from icml26_core.validation import check_int
+from icml26_core.validation import check_float, check_int
 
 from .passes import validate_passes
 from .toolchain import Toolchain
@@ -63,6 +63,11 @@ class Program:
             size in bytes).
         include_dirs: ``-I`` folders.
         name: Label in tables.
+
+    Raises:
+        TypeError: If ``driver`` is not a path or ``sources``/``args``/``include_dirs``
+            is not a tuple (or list).
+        ValueError: If a source or the driver does not exist.
     """
 
     sources: tuple[str, ...]
@@ -72,8 +77,15 @@ class Program:
     name: str = "program"
 
     def __post_init__(self) -> None:
-        if isinstance(self.sources, str):
+        if not isinstance(self.driver, (str, os.PathLike)):
+            raise TypeError(f"driver must be a path (str), got {type(self.driver).__name__}")
+        object.__setattr__(self, "driver", os.fspath(self.driver))
+        if isinstance(self.sources, (str, os.PathLike)):
             object.__setattr__(self, "sources", (self.sources,))
+        for attr in ("sources", "args", "include_dirs"):
+            if not isinstance(getattr(self, attr), (tuple, list)):
+                got = type(getattr(self, attr)).__name__
+                raise TypeError(f"{attr} must be a tuple of strings, got {got}")
         object.__setattr__(self, "sources", tuple(str(s) for s in self.sources))
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         object.__setattr__(self, "include_dirs", tuple(str(d) for d in self.include_dirs))
@@ -246,6 +258,12 @@ def ir_features(ir_text: str) -> dict[str, int]:
     }
 
 
+def _check_program(program: Program) -> Program:
+    if not isinstance(program, Program):
+        raise TypeError(f"program must be an ecco_autotune.Program, got {type(program).__name__}")
+    return program
+
+
 class Evaluator:
     """Compiles, checks and measures pass sequences on programs, with two caches.
 
@@ -256,7 +274,12 @@ class Evaluator:
     Args:
         toolchain: Tools to use (default: :meth:`Toolchain.check`).
         workdir: Folder for build files (default: a temporary folder).
-        timeout: Seconds allowed for each tool run and for the program.
+        timeout: Seconds allowed for each tool run and for the program (> 0).
+
+    Raises:
+        TypeError: If ``toolchain`` is not a :class:`Toolchain`.
+        ValueError: If ``timeout`` <= 0.
+        ToolchainError: If ``toolchain`` is None and a tool is missing.
     """
 
     def __init__(
@@ -266,13 +289,17 @@ class Evaluator:
         workdir: str | os.PathLike[str] | None = None,
         timeout: float = 60.0,
     ) -> None:
+        if toolchain is not None and not isinstance(toolchain, Toolchain):
+            raise TypeError(
+                f"toolchain must be an ecco_autotune.Toolchain, got {type(toolchain).__name__}"
+            )
+        self.timeout = check_float("timeout", timeout, low=0.0, low_inclusive=False)
         self.toolchain = toolchain or Toolchain.check()
         if workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="ecco-")
             workdir = self._tmp.name
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.timeout = float(timeout)
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
         self._base: dict[str, tuple[Path, str]] = {}
@@ -315,7 +342,7 @@ class Evaluator:
 
     def base(self, program: Program) -> tuple[Path, str]:
         """The -O0 IR module of ``program`` and its reference output (built once)."""
-        key = program.key()
+        key = _check_program(program).key()
         with self._build_lock:  # one build per program, even with concurrent callers
             with self._lock:
                 if key in self._base:
@@ -343,7 +370,7 @@ class Evaluator:
 
     def features(self, program: Program) -> dict[str, int]:
         """Static features of the -O0 IR (see :func:`ir_features`) plus ``loops``."""
-        key = program.key()
+        key = _check_program(program).key()
         if key not in self._features:
             bc, _ = self.base(program)
             t = self.toolchain
@@ -359,13 +386,15 @@ class Evaluator:
         """Measure ``passes`` (a sequence, or ``"-O0"``/``"-O1"``/``"-O2"``/``"-O3"``).
 
         Raises:
+            TypeError: If ``program`` is not a :class:`Program` or ``passes`` is not a
+                sequence of strings.
             ValueError: On an empty sequence or an unknown pass name.
         """
         if isinstance(passes, str) and passes in ("-O0", "-O1", "-O2", "-O3"):
             seq: tuple[str, ...] = (passes,)
         else:
             seq = validate_passes(passes)
-        key = program.key()
+        key = _check_program(program).key()
         with self._lock:
             hit = self._by_seq.get((key, seq))
             self._counter += 1
@@ -465,6 +494,8 @@ def evaluate(program: Program, passes: tuple[str, ...] | list[str] | str) -> Eva
 
     Raises:
         ToolchainError: If clang, opt, llc, llvm-link, llvm-dis or valgrind is missing.
+        TypeError: If ``program`` is not a :class:`Program` or ``passes`` is not a
+            sequence of strings.
         ValueError: On an empty sequence or an unknown pass name.
     """
     return default_evaluator().evaluate(program, passes)

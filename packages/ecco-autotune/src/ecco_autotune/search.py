@@ -76,6 +76,10 @@ def _check_common(program: Program, budget: int, evaluator: Evaluator | None) ->
     if not isinstance(program, Program):
         raise TypeError(f"program must be an ecco_autotune.Program, got {type(program).__name__}")
     check_int("budget", budget, low=1)
+    if evaluator is not None and not isinstance(evaluator, Evaluator):
+        raise TypeError(
+            f"evaluator must be an ecco_autotune.Evaluator, got {type(evaluator).__name__}"
+        )
     return evaluator or default_evaluator()
 
 
@@ -87,6 +91,12 @@ class RandomSearch:
         seed_passes: Evaluated first (default: the -O3 pass list), so every method
             starts from the same point.
         workers: Concurrent evaluations (tool processes), 1 or 2 here.
+
+    Raises:
+        TypeError: If ``lengths`` is not a pair or an argument has the wrong type
+            (``program``, ``evaluator`` of :meth:`tune` too).
+        ValueError: If a length, ``workers`` or ``budget`` is < 1, or ``seed_passes``
+            names an unknown pass.
     """
 
     def __init__(
@@ -96,6 +106,8 @@ class RandomSearch:
         seed_passes: Sequence[str] = O3_PASSES,
         workers: int = 2,
     ) -> None:
+        if not isinstance(lengths, (tuple, list)) or len(lengths) != 2:
+            raise TypeError(f"lengths must be a pair (min, max) of integers, got {lengths!r}")
         lo, hi = lengths
         check_int("lengths[0]", lo, low=1)
         check_int("lengths[1]", hi, low=lo)
@@ -130,8 +142,26 @@ def mutate(
     """One insert / replace / delete / swap mutation; new passes drawn from ``weights``.
 
     The result is never empty and never longer than ``max_length``.
+
+    Args:
+        seq: The parent sequence (not modified).
+        rng: Source of randomness.
+        weights: Unnormalised probabilities over :data:`PASSES` (length
+            ``len(PASSES)``); None for uniform.
+        max_length: Inserts are skipped at this length.
+
+    Raises:
+        ValueError: If ``weights`` has the wrong length, a negative entry or sum 0.
     """
-    p = None if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
+    p = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (len(PASSES),) or not np.all(w >= 0) or not w.sum() > 0:
+            raise ValueError(
+                f"weights must be {len(PASSES)} non-negative numbers (one per entry of PASSES) "
+                f"with a positive sum, got shape {w.shape}"
+            )
+        p = w / w.sum()
     s = list(seq)
     ops = ["insert", "replace", "delete", "swap"]
     if len(s) >= max_length:
@@ -179,6 +209,12 @@ class GeneticTuner:
             first generation are its mutants.
         max_length: Longest sequence allowed.
         workers: Concurrent evaluations.
+
+    Raises:
+        TypeError: If an argument has the wrong type (``program``, ``evaluator`` of
+            :meth:`tune` too).
+        ValueError: If ``population`` < 2, ``elite`` >= ``population``, a rate is out
+            of range or ``seed_passes`` names an unknown pass.
     """
 
     def __init__(

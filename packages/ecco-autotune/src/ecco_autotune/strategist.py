@@ -154,7 +154,11 @@ class Strategist:
             ``icml26_core.lm.load_smollm2()``; None always returns None (uniform).
         tokenizer: Its tokenizer.
         examples: The Chain-of-Thought records to retrieve from.
-        k: Examples per prompt.
+        k: Examples per prompt (0: zero-shot).
+
+    Raises:
+        TypeError: If ``examples`` holds anything but :class:`CoTRecord`.
+        ValueError: If ``k`` < 0.
     """
 
     def __init__(
@@ -166,6 +170,8 @@ class Strategist:
         k: int = 2,
     ) -> None:
         self.model, self.tokenizer = model, tokenizer
+        if isinstance(examples, str) or not all(isinstance(r, CoTRecord) for r in examples):
+            raise TypeError("examples must be a sequence of CoTRecord (see build_cot_dataset)")
         self.examples = list(examples)
         self.k = check_int("k", k, low=0)
         #: model calls so far
@@ -252,6 +258,11 @@ class ECCO(GeneticTuner):
         focus: Mass on the intent's passes, in [0, 1].
         temperature: Softmax temperature of the intent choice (0: argmax).
         **ga: Arguments of :class:`GeneticTuner`.
+
+    Raises:
+        TypeError: If ``strategist`` is not a :class:`Strategist`.
+        ValueError: As :class:`GeneticTuner`, or if ``consult_every`` < 1, ``focus``
+            is outside [0, 1] or ``temperature`` < 0.
     """
 
     def __init__(
