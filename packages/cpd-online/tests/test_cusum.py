@@ -128,3 +128,17 @@ def test_nan_entropies_are_refused():
         robust_baseline([1.0])
     with pytest.raises(ValueError, match="one-dimensional"):
         cusum_path(np.zeros((2, 2)))
+
+
+def test_bad_types_and_siegmund_arguments_are_named():
+    with pytest.raises(TypeError, match="z must be a 1-D array of real numbers"):
+        cusum_path("abc")
+    with pytest.raises(TypeError, match="entropies must be a 1-D array"):
+        robust_baseline(["a", "b"])
+    with pytest.raises(ValueError, match="h must be"):
+        siegmund_arl(-0.5, -1.0)
+    with pytest.raises(TypeError, match="drift must be a real number"):
+        siegmund_arl("a", 4.0)
+    with pytest.raises(ValueError, match="drift must be"):
+        siegmund_arl(float("nan"), 4.0)
+    assert siegmund_arl(-10.0, 50.0) == float("inf")  # exp overflow, not OverflowError

@@ -113,3 +113,15 @@ def test_guard_gate_skips_low_scores():
     flags = gate.predict(streams)
     assert gate.calls_ == len(seen) == int(flags.sum())
     assert flags[-5:].all() and gate.calls_ < len(streams)
+
+
+def test_guard_gate_checks_lengths():
+    rng = np.random.default_rng(4)
+    det = CPDClassifier(k=0.5).fit(_benign(rng))
+    streams = _benign(rng, 5)
+    gate = GuardGate(det, lambda batch: [True] * len(batch), clear_below=-1.0)
+    with pytest.raises(ValueError, match="prompts must hold one prompt per entry of X"):
+        gate.predict(streams, prompts=["p"] * 3)
+    # a guard that answers once for the whole batch must not be broadcast to every prompt
+    with pytest.raises(ValueError, match="guard must return one flag per prompt"):
+        GuardGate(det, lambda batch: [True], clear_below=-1.0).predict(streams)

@@ -118,3 +118,9 @@ def test_template_without_a_system_prompt_is_a_clear_error(tiny):
 def test_batch_size_is_checked(tiny):
     with pytest.raises(ValueError, match="batch_size"):
         EntropyStream(*tiny, batch_size=0)
+
+
+def test_a_single_string_is_not_a_batch(tiny):
+    # a str is a Sequence: without the check each character would become a prompt
+    with pytest.raises(TypeError, match="conversations must be a list"):
+        EntropyStream(*tiny).stream_batch("Explain photosynthesis.")

@@ -38,7 +38,12 @@ MAD_TO_SIGMA = 1.482602218505602
 
 
 def _as_stream(name: str, x: object) -> np.ndarray:
-    arr = np.asarray(x, dtype=np.float64)
+    if isinstance(x, str | bytes):
+        raise TypeError(f"{name} must be a 1-D array of real numbers, got a {type(x).__name__}")
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-D array of real numbers: {exc}") from exc
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -62,6 +67,7 @@ def robust_baseline(
         ``(mu0, sigma0)`` in nats, ``sigma0 >= min_scale``.
 
     Raises:
+        TypeError: If ``entropies`` is not numeric (e.g. a string).
         ValueError: If ``entropies`` is not 1-D, has fewer than 2 entries, or holds
             NaN or inf; if ``min_scale <= 0``.
     """
@@ -134,6 +140,7 @@ def cusum_path(z: object, k: float = 0.0, h: float | None = None) -> CUSUMPath:
         A :class:`CUSUMPath`.
 
     Raises:
+        TypeError: If ``z`` is not numeric (e.g. a string).
         ValueError: If ``z`` is not a finite 1-D array, ``k < 0`` or ``h <= 0``.
     """
     z = _as_stream("z", z)
@@ -255,11 +262,29 @@ def siegmund_arl(drift: float, h: float) -> float:
     ``d = mu - k`` the increments' mean (``b^2`` at ``d = 0``). With ``d < 0`` it is the
     in-control run length to a false alarm; with ``d > 0`` the detection delay.
 
+    Args:
+        drift: ``d = mu - k``, the mean of the CUSUM's increments ``z_t - k``, finite.
+        h: Decision threshold, ``>= 0``, finite.
+
+    Returns:
+        The approximate average run length (steps, float); ``math.inf`` where it
+        overflows a float (a very negative ``drift`` with a large ``h``).
+
+    Raises:
+        TypeError: If ``drift`` or ``h`` is not a real number.
+        ValueError: If ``drift`` or ``h`` is NaN or infinite, or ``h < 0``.
+
     References:
         Siegmund, D. (1985). Sequential Analysis, eq. (2.56); Basseville & Nikiforov
         (1993), Detection of Abrupt Changes, section 5.2.
     """
+    drift = check_float("drift", drift)
+    h = check_float("h", h, low=0.0)
     b = h + 1.166
     if abs(drift) < 1e-12:
         return b * b
-    return (math.exp(-2.0 * drift * b) + 2.0 * drift * b - 1.0) / (2.0 * drift * drift)
+    try:
+        growth = math.exp(-2.0 * drift * b)
+    except OverflowError:
+        return math.inf
+    return (growth + 2.0 * drift * b - 1.0) / (2.0 * drift * drift)

@@ -302,13 +302,29 @@ class GuardGate:
 
         Args:
             X: What the detector scores (prompts or streams).
-            prompts: What the guard reads, when ``X`` holds streams (default ``X``).
+            prompts: What the guard reads, when ``X`` holds streams (default ``X``);
+                one per entry of ``X``, in the same order.
+
+        Raises:
+            ValueError: If ``prompts`` and ``X`` differ in length, or the guard does
+                not return one flag per prompt sent to it.
         """
         scores = self.detector.decision_function(X)
-        sent = np.flatnonzero(scores > self.clear_below)
         src = list(X if prompts is None else prompts)
+        if len(src) != len(scores):
+            raise ValueError(
+                f"prompts must hold one prompt per entry of X: got {len(src)} prompts "
+                f"for {len(scores)} entries of X"
+            )
+        sent = np.flatnonzero(scores > self.clear_below)
         flags = np.zeros(len(src), dtype=bool)
         self.calls_ = int(sent.size)
         if sent.size:
-            flags[sent] = np.asarray(self.guard([src[i] for i in sent]), dtype=bool)
+            answer = np.asarray(self.guard([src[i] for i in sent]), dtype=bool).reshape(-1)
+            if answer.size != sent.size:
+                raise ValueError(
+                    f"guard must return one flag per prompt it is given: it got "
+                    f"{sent.size} prompts and returned {answer.size} flags"
+                )
+            flags[sent] = answer
         return flags

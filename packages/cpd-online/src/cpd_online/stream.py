@@ -205,10 +205,16 @@ class EntropyStream:
             One :class:`StreamResult` per conversation, in order.
 
         Raises:
+            TypeError: If ``conversations`` is a single string or not a sequence.
             ValueError: As :meth:`encode`, naming the conversation's index.
         """
         import torch
 
+        if isinstance(conversations, str | Mapping) or not isinstance(conversations, Sequence):
+            raise TypeError(
+                "conversations must be a list of conversations (user strings or message "
+                f"lists), got {type(conversations).__name__}; use stream() for one"
+            )
         encoded = []
         for i, conv in enumerate(conversations):
             try:
