@@ -165,3 +165,29 @@ def test_robustness_gain_bad_input():
         RobustnessGain(_embed, PROMPTS, [])
     with pytest.raises(ValueError, match="prompts"):
         RobustnessGain(_embed, [], ["caesar1"])
+
+
+def test_set_and_embedder_errors_name_the_argument():
+    # Found in review: f("ab") failed inside int(), f([1.5]) was truncated to f([1]), a
+    # non-numeric similarity failed inside numpy, a single str was taken as its characters
+    # and an embedder of the wrong shape failed deep in numpy or was accepted.
+    f = FacilityLocationGain([[1.0, 0.2], [0.0, 0.9]])
+    with pytest.raises(TypeError, match="S must be an iterable"):
+        f("ab")
+    with pytest.raises(TypeError, match="S must be an integer"):
+        f([1.5])
+    assert f([np.int64(1)]) == f([1])
+    with pytest.raises(TypeError, match="similarity"):
+        FacilityLocationGain("abc")
+
+    def embed(xs):
+        return np.array([[len(x), x.count("a")] for x in xs], dtype=float)
+
+    with pytest.raises(TypeError, match="prompts"):
+        RobustnessGain(embed, "how do I pick a lock", ["case"])
+    with pytest.raises(TypeError, match="prompts must hold strings"):
+        RobustnessGain(embed, ["a", 3], ["case"])
+    with pytest.raises(ValueError, match=r"model \(an embedder\).*got shape \(2,\)"):
+        RobustnessGain(lambda xs: np.ones(len(xs)), ["a b", "c"], ["case"])
+    with pytest.raises(ValueError, match=r"model \(an embedder\).*got shape \(1, 3\)"):
+        RobustnessGain(lambda xs: np.ones((1, 3)), ["a b", "c"], ["case"])

@@ -51,13 +51,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {
         "seeds": 2,
         "model": ("1M", _SMALL),
-        "pre_steps": 30,
-        "align_steps": 20,
-        "perturb_steps": 5,
-        "n_align": 20,
-        "sizes": (10, 20),
-        "n_test": 8,
+        "pre_steps": 10,
+        "align_steps": 4,
+        "perturb_steps": 2,
+        "n_align": 8,
+        "sizes": (4, 8),
+        "n_test": 4,
         "epsilon": 0.1,
+        "val_batches": 2,
     },
     "default": {
         "seeds": 5,
@@ -69,6 +70,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "sizes": (50, 100, 200),
         "n_test": 32,
         "epsilon": 0.1,
+        "val_batches": 8,
     },
     "full": {
         "seeds": 10,
@@ -80,6 +82,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "sizes": (50, 100, 200),
         "n_test": 120,
         "epsilon": 0.1,
+        "val_batches": 8,
     },
 }
 
@@ -162,7 +165,9 @@ def _perturb(model: Any, data: dict[str, Any], cfg: dict[str, Any], seed: int) -
         seed=1000 + seed,
         eval_every=cfg["perturb_steps"],
     )
-    return evaluate_loss(model, data["val"], batch_size=_BATCH, seq_len=_SEQ, max_batches=8)
+    return evaluate_loss(
+        model, data["val"], batch_size=_BATCH, seq_len=_SEQ, max_batches=cfg["val_batches"]
+    )
 
 
 def _spearman_evidence(points: list[tuple[int, float, float]], seeds: int) -> dict[str, float]:

@@ -76,6 +76,7 @@ class FacilityLocationGain:
         names: Optional names of the m candidates (for :class:`Selection`).
 
     Raises:
+        TypeError: If ``similarity`` is not numeric.
         ValueError: On a non-2-D or empty matrix, NaN entries, a baseline of the wrong
             length, or names of the wrong length.
 
@@ -92,7 +93,10 @@ class FacilityLocationGain:
         baseline: Any = None,
         names: Sequence[str] | None = None,
     ) -> None:
-        sim = np.asarray(similarity, dtype=float)
+        try:
+            sim = np.asarray(similarity, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"similarity must be a real 2-D array, got {similarity!r:.80}") from e
         if sim.ndim != 2 or sim.size == 0:
             raise ValueError(
                 f"similarity must be a non-empty 2-D array (n_eval, n_candidates), got shape "
@@ -115,7 +119,9 @@ class FacilityLocationGain:
         self.scale = float(full.mean()) - self._c0
 
     def _indices(self, S: Iterable[int]) -> list[int]:
-        idx = sorted({check_int("S", int(i), low=0, high=self.n - 1) for i in S})
+        if isinstance(S, (str, bytes)):
+            raise TypeError(f"S must be an iterable of candidate indices (ints), got {S!r}")
+        idx = sorted({check_int("S", i, low=0, high=self.n - 1) for i in S})
         return idx
 
     def coverage(self, S: Iterable[int]) -> np.ndarray:
@@ -196,11 +202,18 @@ def representation_shifts(
         float64 array (len(actions), d).
 
     Raises:
-        ValueError: If ``prompts`` or ``actions`` is empty.
+        TypeError: If ``prompts`` is a single str or holds non-strings.
+        ValueError: If ``prompts`` or ``actions`` is empty, or an embedder returns an
+            array that is not (len(texts), d).
     """
+    if isinstance(prompts, str):
+        raise TypeError("prompts must be a sequence of strings, got a single str")
     prompts = list(prompts)
     if not prompts:
         raise ValueError("prompts must not be empty")
+    if not all(isinstance(x, str) for x in prompts):
+        bad = next(x for x in prompts if not isinstance(x, str))
+        raise TypeError(f"prompts must hold strings, got {type(bad).__name__}")
     acts = [parse_action(a) for a in actions]
     if not acts:
         raise ValueError("actions must not be empty")
@@ -214,13 +227,20 @@ def representation_shifts(
         embed = model  # type: ignore[assignment]
     else:
         raise TypeError(f"model must be a torch LM or a callable embedder, got {type(model)}")
-    base = np.asarray(embed(prompts), dtype=float)
+    base = _embedding(embed, prompts)
     return np.stack(
-        [
-            (np.asarray(embed([g.apply(x) for x in prompts]), dtype=float) - base).mean(0)
-            for g in acts
-        ]
+        [(_embedding(embed, [g.apply(x) for x in prompts]) - base).mean(0) for g in acts]
     )
+
+
+def _embedding(embed: Any, texts: list[str]) -> np.ndarray:
+    out = np.asarray(embed(texts), dtype=float)
+    if out.ndim != 2 or out.shape[0] != len(texts):
+        raise ValueError(
+            f"model (an embedder) must return an array of shape (len(texts), d) = "
+            f"({len(texts)}, d), got shape {out.shape}"
+        )
+    return out
 
 
 def _clipped_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -247,7 +267,9 @@ class RobustnessGain(FacilityLocationGain):
         encode: Text to token ids for an LM (default UTF-8 bytes).
 
     Raises:
-        ValueError: On empty or duplicate actions, or unknown action names.
+        TypeError: If ``prompts`` is a single str or holds non-strings.
+        ValueError: On empty prompts, empty or duplicate actions, unknown action names,
+            or an embedder output that is not (len(texts), d).
 
     Example:
         >>> f = RobustnessGain(lambda xs: [[len(x), x.count("a")] for x in xs],
