@@ -20,8 +20,13 @@ __all__ = ["cma_es", "multistart_adam", "random_search"]
 
 
 def random_search(problem: Problem, budget: int, *, seed: int = 0, batch: int = 32) -> OptResult:
-    """Best of ``budget`` uniform draws in the box, drawn ``batch`` at a time."""
+    """Best of ``budget`` uniform draws in the box, drawn ``batch`` at a time.
+
+    Raises:
+        ValueError: If ``budget < 1`` or ``batch < 1``.
+    """
     budget = check_int("budget", budget, low=1)
+    batch = check_int("batch", batch, low=1)
     g = torch.Generator().manual_seed(int(seed))
     best_f, best_x, hist, used = float("inf"), None, [], 0
     with torch.no_grad():
