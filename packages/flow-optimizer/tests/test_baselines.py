@@ -30,3 +30,8 @@ def test_adam_descends_on_a_smooth_problem(sphere_like):
     p = sphere_like
     res = multistart_adam(p, 2000, n_starts=4, lr=0.01)
     assert res.f < 0.05 * res.history[0]
+
+
+def test_random_search_rejects_a_non_positive_batch(sphere_like):
+    with pytest.raises(ValueError, match="batch"):
+        random_search(sphere_like, 10, batch=0)

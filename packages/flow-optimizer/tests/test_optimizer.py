@@ -169,3 +169,30 @@ def test_bad_input():
 
     with pytest.raises(ValueError, match="candidate index 3"):
         opt.minimize(_NaN(), 32)
+
+
+def test_bad_arguments_name_the_argument():
+    p = Rastrigin().sample_instance(np.random.default_rng(0), 3)
+    opt = FlowOptimizer(n_candidates=4, n_steps=1)
+    with pytest.raises(TypeError, match="dtype"):
+        FlowOptimizer(dtype="float64")
+    with pytest.raises(TypeError, match="dtype"):
+        FlowOptimizer(dtype=torch.int64)
+    with pytest.raises(TypeError, match="field"):
+        FlowOptimizer("abc")
+    with pytest.raises(TypeError, match="problem must be"):
+        opt.minimize(lambda X: X.sum(1), 8)
+    with pytest.raises(TypeError, match="seed"):
+        opt.minimize(p, 8, seed="a")
+    with pytest.raises(TypeError, match="problem_sampler"):
+        opt.fit_flow_matching(None, iterations=1)
+    with pytest.raises(TypeError, match="problem must be"):
+        opt.fine_tune(lambda rng: 5, iterations=1)
+    with pytest.raises(TypeError, match="rng"):
+        Rastrigin().sample_instance(0, 3)
+
+
+def test_save_load_keeps_the_dtype(tmp_path):
+    opt = FlowOptimizer(n_candidates=4, n_steps=1, dtype=torch.float64)
+    opt.save(tmp_path / "f.pt")
+    assert FlowOptimizer.load(tmp_path / "f.pt").dtype == torch.float64

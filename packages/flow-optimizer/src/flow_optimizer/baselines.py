@@ -20,8 +20,23 @@ __all__ = ["cma_es", "multistart_adam", "random_search"]
 
 
 def random_search(problem: Problem, budget: int, *, seed: int = 0, batch: int = 32) -> OptResult:
-    """Best of ``budget`` uniform draws in the box, drawn ``batch`` at a time."""
+    """Best of ``budget`` uniform draws in the box, drawn ``batch`` at a time.
+
+    Args:
+        problem: The instance (bounded).
+        budget: Evaluations in all (every draw is one).
+        seed: Seed of the draws.
+        batch: Draws per ``problem.f`` call.
+
+    Returns:
+        The :class:`OptResult` (best point as a float64 array ``(d,)``, its value, the
+        best value after each batch).
+
+    Raises:
+        ValueError: If ``budget < 1`` or ``batch < 1``.
+    """
     budget = check_int("budget", budget, low=1)
+    batch = check_int("batch", batch, low=1)
     g = torch.Generator().manual_seed(int(seed))
     best_f, best_x, hist, used = float("inf"), None, [], 0
     with torch.no_grad():
@@ -84,7 +99,19 @@ def cma_es(
 
     Stops before a generation would pass ``budget`` evaluations.
 
+    Args:
+        problem: The instance (bounded).
+        budget: Evaluations in all (whole generations only).
+        seed: Seed of the start point and of pycma.
+        sigma0: Initial step in units of the mean box width.
+        popsize: Population per generation (pycma's default if None).
+
+    Returns:
+        The :class:`OptResult` (best point as a float64 array ``(d,)``, its value, the
+        best value after each generation).
+
     Raises:
+        ValueError: If ``budget < 1``.
         ImportError: If ``cma`` is not installed (``pip install 'flow-optimizer[repro]'``).
     """
     import cma

@@ -161,7 +161,17 @@ def _evaluate(problem: Problem, X: torch.Tensor, use_grad: bool) -> tuple[torch.
     return F, torch.nan_to_num(G)
 
 
+def _check_problem(problem: Any) -> None:
+    missing = [a for a in ("f", "dim", "lower", "upper") if not hasattr(problem, a)]
+    if missing:
+        raise TypeError(
+            "problem must be a flow_optimizer.problems.Problem (or have f, dim, lower, "
+            f"upper), got {type(problem).__name__} without {', '.join(missing)}"
+        )
+
+
 def _bounds(problem: Problem, dtype: Any, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_problem(problem)
     if problem.lower is None or problem.upper is None:
         raise ValueError(
             f"problem {getattr(problem, 'name', problem)!r} has no bounds (lower/upper is "
@@ -170,6 +180,14 @@ def _bounds(problem: Problem, dtype: Any, device: Any) -> tuple[torch.Tensor, to
     return problem.lower.to(dtype=dtype, device=device), problem.upper.to(
         dtype=dtype, device=device
     )
+
+
+def _check_sampler(problem_sampler: Any) -> None:
+    if not callable(problem_sampler):
+        raise TypeError(
+            "problem_sampler must be a callable rng -> Problem (e.g. "
+            f"lambda rng: fam.sample_instance(rng, 4)), got {type(problem_sampler).__name__}"
+        )
 
 
 class FlowOptimizer:
@@ -185,6 +203,8 @@ class FlowOptimizer:
 
     Raises:
         ValueError: If ``n_candidates < 2`` or ``n_steps < 1``.
+        TypeError: If a count is not an integer, ``dtype`` is not a floating
+            ``torch.dtype`` or ``field`` is not an ``nn.Module``.
 
     Example:
         >>> import numpy as np
@@ -210,6 +230,14 @@ class FlowOptimizer:
     ) -> None:
         self.n_candidates = check_int("n_candidates", n_candidates, low=2)
         self.n_steps = check_int("n_steps", n_steps, low=1)
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(
+                f"dtype must be a floating torch.dtype (e.g. torch.float64), got {dtype!r}"
+            )
+        if field is not None and not isinstance(field, nn.Module):
+            raise TypeError(
+                f"field must be a VelocityField (a torch nn.Module), got {type(field).__name__}"
+            )
         self.use_gradients = bool(use_gradients)
         self.device = torch.device(device)
         self.dtype = dtype
@@ -254,9 +282,11 @@ class FlowOptimizer:
             The :class:`OptResult` (best point, value, history, evaluations used).
 
         Raises:
-            ValueError: If ``budget < 2 N``, the problem has no bounds, ``x0`` has the
-                wrong shape, or ``problem.f`` returns NaN/inf (the message names the
-                candidate index).
+            ValueError: If ``budget < 2 N``, ``seed < 0``, the problem has no bounds,
+                ``x0`` has the wrong shape, or ``problem.f`` returns NaN/inf (the message
+                names the candidate index).
+            TypeError: If ``budget`` or ``seed`` is not an integer, or ``problem`` lacks
+                ``f``/``dim``/``lower``/``upper``.
         """
         N = self.n_candidates
         budget = check_int("budget", budget, low=1)
@@ -265,10 +295,11 @@ class FlowOptimizer:
                 f"budget must allow one population step (>= 2 * n_candidates = {2 * N}), "
                 f"got {budget}"
             )
+        seed = check_int("seed", seed, low=0)
         n = budget // N - 1
         lo, hi = _bounds(problem, self.dtype, self.device)
         if x0 is None:
-            g = torch.Generator().manual_seed(int(seed))
+            g = torch.Generator().manual_seed(seed)
             X = self._start(problem, g)
         else:
             X = torch.as_tensor(x0, dtype=self.dtype, device=self.device)
@@ -344,11 +375,13 @@ class FlowOptimizer:
 
         Raises:
             ValueError: On a non-positive count or learning rate.
+            TypeError: If ``problem_sampler`` is not callable or draws a non-problem.
         """
         iterations = check_int("iterations", iterations, low=1)
         B = check_int("instances_per_iteration", instances_per_iteration, low=1)
         M = check_int("n_proposals", n_proposals, low=1)
         lr = check_float("lr", lr, low=0.0, low_inclusive=False)
+        _check_sampler(problem_sampler)
         rng = np.random.default_rng(seed)
         g = torch.Generator().manual_seed(int(seed))
         opt = torch.optim.Adam(self.field.parameters(), lr=lr)
@@ -422,10 +455,12 @@ class FlowOptimizer:
 
         Raises:
             ValueError: On a non-positive count or learning rate.
+            TypeError: If ``problem_sampler`` is not callable or draws a non-problem.
         """
         iterations = check_int("iterations", iterations, low=1)
         B = check_int("instances_per_iteration", instances_per_iteration, low=1)
         lr = check_float("lr", lr, low=0.0, low_inclusive=False)
+        _check_sampler(problem_sampler)
         rng = np.random.default_rng(seed)
         g = torch.Generator().manual_seed(int(seed))
         opt = torch.optim.Adam(self.field.parameters(), lr=lr)
@@ -443,7 +478,11 @@ class FlowOptimizer:
 
     # --- persistence ------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the field's weights and the configuration to ``path`` (``torch.save``)."""
+        """Write the field's weights and configuration to ``path`` (``torch.save``).
+
+        Stored: the weights, ``hidden``, ``n_candidates``, ``n_steps``, ``use_gradients``
+        and ``dtype``; the device is chosen again at :meth:`load`.
+        """
         torch.save(
             {
                 "state_dict": self.field.state_dict(),
@@ -451,6 +490,7 @@ class FlowOptimizer:
                 "n_candidates": self.n_candidates,
                 "n_steps": self.n_steps,
                 "use_gradients": self.use_gradients,
+                "dtype": str(self.dtype).removeprefix("torch."),
             },
             path,
         )
@@ -467,4 +507,5 @@ class FlowOptimizer:
             d["n_steps"],
             use_gradients=d["use_gradients"],
             device=device,
+            dtype=getattr(torch, d.get("dtype", "float32")),
         )

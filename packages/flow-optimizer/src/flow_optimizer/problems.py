@@ -85,6 +85,14 @@ class Problem:
         return (lo + u * (hi - lo)).to(dtype)
 
 
+def _check_rng(rng: Any) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}"
+        )
+    return rng
+
+
 def _rotation(rng: np.random.Generator, d: int) -> np.ndarray:
     """A Haar-random orthogonal matrix (QR of a Gaussian with the sign fix)."""
     q, r = np.linalg.qr(rng.standard_normal((d, d)))
@@ -165,8 +173,10 @@ class _Benchmark(ProblemFamily):
 
         Raises:
             ValueError: If ``dim < 1`` (``dim < 2`` for Rosenbrock).
+            TypeError: If ``rng`` is not a ``np.random.Generator``.
         """
         dim = check_int("dim", dim, low=2 if self.base == "rosenbrock" else 1)
+        rng = _check_rng(rng)
         shift = rng.uniform(-self.max_shift, self.max_shift, dim)
         return _ShiftedRotated(self.base, shift, _rotation(rng, dim), self.bound)
 
@@ -232,8 +242,10 @@ class ArmIK(ProblemFamily):
 
         Raises:
             ValueError: If ``dim < 1``.
+            TypeError: If ``rng`` is not a ``np.random.Generator``.
         """
         dim = check_int("dim", dim, low=1)
+        rng = _check_rng(rng)
         lengths = np.full(dim, 1.0 / dim)
         theta = rng.uniform(-self.limit, self.limit, dim)
         phi = np.cumsum(theta)
@@ -322,8 +334,10 @@ class Newsvendor(ProblemFamily):
 
         Raises:
             ValueError: If ``dim < 1``.
+            TypeError: If ``rng`` is not a ``np.random.Generator``.
         """
         dim = check_int("dim", dim, low=1)
+        rng = _check_rng(rng)
         mean = rng.uniform(0.5, 1.5, dim)
         demand = mean * np.exp(0.5 * rng.standard_normal((self.scenarios, dim)) - 0.125)
         price = rng.uniform(5.0, 10.0, dim)
