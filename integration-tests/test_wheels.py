@@ -6,7 +6,9 @@ the core's wheel and its declared dependencies (plus its `repro` extra), and its
 are run there, outside the workspace.
 """
 
+import concurrent.futures
 import importlib.metadata
+import os
 import re
 import shutil
 import subprocess
@@ -43,7 +45,51 @@ def _declares(deps, dist):
     return any(pat.match(d.strip()) for d in deps)
 
 
-def test_package_alone_from_its_wheel(pkg, meta, uv, root, core_wheel, tmp_path):
+def _jobs() -> int:
+    """Wheel checks run at once: ``ICML26_WHEEL_JOBS``, else up to 2 (one per core)."""
+    env = os.environ.get("ICML26_WHEEL_JOBS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+@pytest.fixture(scope="session")
+def wheel_checks(request, uv, root, core_wheel, tmp_path_factory):
+    """Start the wheel check of every selected package in a pool; one future per package.
+
+    Each check is a chain of subprocesses (build, install, tests, smoke run) that keeps
+    about one core busy, so running them one after another left the second core idle for
+    most of the suite's time. Each test below waits for its own package's future, so
+    failures are still reported per package and in order. The caches the checks share
+    (uv's, the core's datasets and checkpoints) are written atomically.
+    """
+    selected = [
+        item.callspec.params["pkg"]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == "test_package_alone_from_its_wheel"
+    ]
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=_jobs())
+    futures = {
+        pkg: pool.submit(
+            _check_wheel,
+            pkg,
+            tomllib.loads((pkg / "pyproject.toml").read_text())["project"],
+            uv,
+            root,
+            core_wheel,
+            tmp_path_factory.mktemp(f"wheel-{pkg.name}"),
+        )
+        for pkg in selected
+    }
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def test_package_alone_from_its_wheel(pkg, wheel_checks):
+    wheel_checks[pkg].result()  # re-raises the check's failure in this test
+
+
+def _check_wheel(pkg, meta, uv, root, core_wheel, tmp_path):
     name, imp = meta["name"], meta["name"].replace("-", "_")
     _run(
         [uv, "build", "--package", name, "--wheel", "--no-sources", "-o", str(tmp_path / "dist")],
