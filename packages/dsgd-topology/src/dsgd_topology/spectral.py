@@ -290,9 +290,7 @@ def _period(schedule: Any, n: int, max_period: int) -> int:
     for p in range(1, max_period // 2 + 1):
         if all(np.array_equal(first[t], first[t + p]) for t in range(max_period - p)):
             return p
-    raise ValueError(
-        f"the schedule does not repeat within {max_period // 2} rounds; pass period"
-    )
+    raise ValueError(f"the schedule does not repeat within {max_period // 2} rounds; pass period")
 
 
 def schedule_profile(
