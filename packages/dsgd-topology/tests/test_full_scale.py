@@ -1,4 +1,4 @@
-"""The full scale's code path (64 nodes, MLP in torch, one-peer graph in the claims) at a tiny size."""
+"""The full scale's code path (MLP in torch, one-peer graph in the claims) at a tiny size."""
 
 import dataclasses
 
@@ -41,7 +41,9 @@ def test_full_scale_path_runs_at_a_tiny_size(tmp_path):
     rows = {r["method"]: r for r in mlp.rows}
     assert rows["complete"]["consensus error"] < 1e-10
     assert rows["one_peer_exponential"]["predicted (noise + bias)"] > 0
-    assert rows["centralized SGD (batch 128)"]["train loss"] < rows["zero model (floor)"]["train loss"]
+    assert (
+        rows["centralized SGD (batch 128)"]["train loss"] < rows["zero model (floor)"]["train loss"]
+    )
     quad = {r["topology"] for r in result.tables[-1].rows}
     assert "one_peer_exponential" in quad
 

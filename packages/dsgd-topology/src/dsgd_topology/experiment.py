@@ -15,6 +15,11 @@ topology's predictors (:func:`~dsgd_topology.spectral_profile`): the all-eigenva
 quantity, the prior analysis's ``1 / (1 - beta)``, the slowest-mode heterogeneous
 quantity ``lambda_2^2 / (1 - lambda_2)^2`` and the heterogeneous quantity with the
 measured local-gradient biases. A noisy quadratic checks the closed form ``Xi_hom``.
+
+The time-varying graph's predictors come from :func:`~dsgd_topology.schedule_profile`.
+The scales are :data:`SCALES`: smoke and default run numpy softmax regression on 16
+nodes (the one-peer graph in the tables only); full runs 64 nodes, softmax regression
+and an MLP in torch on ``ctx.device``, with the one-peer graph inside the claims.
 """
 
 from __future__ import annotations
@@ -149,7 +154,7 @@ SCALES = {
     # claims, 5 seeds; longer runs for the slower mixing of 64-node graphs.
     "full": Settings(
         n_nodes=64,
-        steps=4000,
+        steps=8000,  # the 64-node path's slowest mode: 1/(1 - lambda_2) = 1245 rounds
         seeds=tuple(range(5)),
         static=STATIC,
         problems=("softmax", "mlp"),
