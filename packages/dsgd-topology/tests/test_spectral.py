@@ -1,9 +1,11 @@
 import numpy as np
 import pytest
 from dsgd_topology import (
+    MixingSchedule,
     SimulatedDSGD,
     mixing_matrix,
     mixing_schedule,
+    schedule_profile,
     spectral_profile,
     topology,
 )
@@ -117,3 +119,68 @@ def test_bad_input_raises():
         p.predicted_consensus(0.1, -1.0)
     with pytest.raises(ValueError, match="order"):
         p.predicted_consensus(0.1, 1.0, order="both")
+
+
+@pytest.mark.parametrize("order", ["atc", "cta"])
+@pytest.mark.parametrize("name", ["ring", "star", "barbell"])
+def test_schedule_profile_of_a_static_graph_is_the_closed_form(name, order):
+    n, eta, mu = 10, 0.1, 0.5
+    W = mixing_matrix(topology(name, n))
+    zeta = np.random.default_rng(0).standard_normal((n, 3))
+    closed = spectral_profile(W, zeta)
+    as_fn = MixingSchedule(lambda t: W, n=n)  # a "time-varying" schedule of period 1
+    rec = schedule_profile(as_fn, zeta, order=order, eta_mu=eta * mu)
+    assert rec.period == 1
+    assert rec.inverse_gap == pytest.approx(closed.inverse_gap, rel=1e-10)
+    assert rec.gap_heterogeneous == pytest.approx(closed.gap_heterogeneous, rel=1e-8)
+    want = closed.predicted_consensus(eta, 2.0, mu=mu, order=order)
+    assert rec.predicted_consensus(eta, 2.0) == pytest.approx(want, rel=1e-8)
+    if order == "atc":
+        plain = schedule_profile(mixing_schedule(name, n), zeta)
+        assert plain.all_eigenvalue == pytest.approx(closed.all_eigenvalue, rel=1e-10)
+        assert plain.heterogeneous == pytest.approx(closed.heterogeneous, rel=1e-8)
+
+
+def test_one_peer_exponential_bias_fixed_point_is_exact():
+    # deterministic gradients mu (x_i - b_i): the periodic steady state's time average
+    rng = np.random.default_rng(0)
+    n, d, eta, mu = 8, 3, 0.1, 0.5
+    sched = mixing_schedule("one_peer_exponential", n)
+    b = rng.standard_normal((n, d))
+    opt = SimulatedDSGD(sched, lr=eta)
+    X = np.zeros((n, d))
+    for _ in range(3000):  # a multiple of the period 3
+        X = opt.step(X, mu * (X - b))
+    measured = []
+    for _ in range(3):
+        X = opt.step(X, mu * (X - b))
+        measured.append(opt.consensus_error(X))
+    p = schedule_profile(sched, -mu * (b - b.mean(axis=0)), eta_mu=eta * mu)
+    assert p.period == 3 and p.beta == 0.0  # exact: set to 0 below 1e-9 (exact averaging)
+    assert np.mean(measured) == pytest.approx(p.predicted_consensus(eta, 0.0), rel=1e-8)
+
+
+def test_one_peer_exponential_noise_matches_the_recursion():
+    rng = np.random.default_rng(1)
+    n, d, eta, steps = 16, 200, 0.05, 3000
+    sched = mixing_schedule("one_peer_exponential", n)
+    opt = SimulatedDSGD(sched, lr=eta)
+    X = np.zeros((n, d))
+    total = 0.0
+    for t in range(steps):
+        X = opt.step(X, rng.standard_normal((n, d)))
+        if t >= 500:
+            total += opt.consensus_error(X)
+    predicted = schedule_profile(sched).predicted_consensus(eta, float(d))
+    assert total / (steps - 500) == pytest.approx(predicted, rel=0.10)
+
+
+def test_schedule_profile_bad_input():
+    with pytest.raises(ValueError, match="does not contract"):
+        schedule_profile(MixingSchedule(lambda t: np.eye(4), n=4))
+    with pytest.raises(ValueError, match="negative"):
+        schedule_profile(MixingSchedule(lambda t: np.array([[1.5, -0.5], [-0.5, 1.5]]), n=2))
+    with pytest.raises(ValueError, match="n attribute"):
+        schedule_profile(lambda t: np.eye(2))
+    with pytest.raises(ValueError, match="order"):
+        schedule_profile(mixing_schedule("ring", 4), order="both")

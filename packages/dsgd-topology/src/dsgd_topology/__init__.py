@@ -8,7 +8,8 @@
   graphs and the time-varying one-peer exponential graph) as ``t -> W_t``;
   :func:`topology` and :func:`mixing_matrix` are the core's.
 - :func:`spectral_profile`: spectral gap, the all-eigenvalue quantity, the
-  heterogeneous quantity and :meth:`SpectralProfile.predicted_consensus`.
+  heterogeneous quantity and :meth:`SpectralProfile.predicted_consensus`;
+  :func:`schedule_profile`: the same predictors for a time-varying schedule.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -16,7 +17,12 @@ from importlib.metadata import PackageNotFoundError, version
 from icml26_core.decentralized import mixing_matrix, one_peer_exponential, topology
 
 from dsgd_topology.dsgd import ORDERS, DecentralizedSGD, SimulatedDSGD
-from dsgd_topology.spectral import SpectralProfile, spectral_profile
+from dsgd_topology.spectral import (
+    ScheduleProfile,
+    SpectralProfile,
+    schedule_profile,
+    spectral_profile,
+)
 from dsgd_topology.topologies import SCHEDULES, MixingSchedule, mixing_schedule
 
 try:
@@ -29,12 +35,14 @@ __all__ = [
     "SCHEDULES",
     "DecentralizedSGD",
     "MixingSchedule",
+    "ScheduleProfile",
     "SimulatedDSGD",
     "SpectralProfile",
     "__version__",
     "mixing_matrix",
     "mixing_schedule",
     "one_peer_exponential",
+    "schedule_profile",
     "spectral_profile",
     "topology",
 ]

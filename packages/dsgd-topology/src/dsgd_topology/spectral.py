@@ -55,7 +55,7 @@ import numpy as np
 from icml26_core.decentralized import check_mixing_matrix
 from icml26_core.validation import check_choice, check_float
 
-__all__ = ["SpectralProfile", "spectral_profile"]
+__all__ = ["ScheduleProfile", "SpectralProfile", "schedule_profile", "spectral_profile"]
 
 ORDERS = ("atc", "cta")
 
@@ -217,3 +217,189 @@ def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> Spectr
         zeta_modes=zeta_modes,
         n=n,
     )
+
+
+@dataclass(frozen=True)
+class ScheduleProfile:
+    """The predictors of :class:`SpectralProfile` for a time-varying schedule ``t -> W_t``.
+
+    A time-varying topology (the one-peer exponential graph) has no single spectrum.
+    In the same linear-noise model, the consensus deviations ``D = (I - J) X`` obey
+    ``D <- W_t (D - eta (I - J) G)`` (atc), so their stationary second moments follow
+    from the exact recursions, over the nodes only (n x n, independent of the model
+    size), in units of ``eta^2 sigma^2`` and ``eta^2``:
+
+    - noise: ``C <- W_t (C + P) W_t^T`` (``P = I - J``), the homogeneous factor is the
+      time average of ``tr(C_t) / n`` at the periodic steady state;
+    - bias: ``B <- W_t (B + P)``, ``Xi_het / eta^2`` is the time average of
+      ``||B_t Z||_F^2 / n``, i.e. ``tr(Z^T M Z) / n`` with ``M = mean_t B_t^T B_t``.
+
+    For a static ``W`` both equal :class:`SpectralProfile`'s closed forms (the
+    all-eigenvalue mean and ``Xi_het``). The gap analog is the per-round contraction
+    over one period, ``beta = ||W_{p-1} ... W_0 - J||_2^(1/p)`` (``0`` for the one-peer
+    exponential graph on a power of two: exact averaging in ``log2 n`` rounds).
+
+    Attributes:
+        period: Rounds after which the schedule repeats.
+        beta: The per-round contraction factor above.
+        inverse_gap: ``1 / (1 - beta)``.
+        all_eigenvalue: Time-averaged stationary ``Xi_hom / (eta^2 sigma^2)``.
+        gap_heterogeneous: ``beta^2 / (1 - beta)^2``.
+        heterogeneous: Time-averaged ``Xi_het / eta^2`` for the given ``zeta``, or None.
+        bias_matrix: float64 (n, n), ``M`` above (``heterogeneous = tr(Z^T M Z) / n``).
+        n: Number of nodes.
+        order, mu, eta_mu: The order and curvature factor the recursions used.
+    """
+
+    period: int
+    beta: float
+    inverse_gap: float
+    all_eigenvalue: float
+    gap_heterogeneous: float
+    heterogeneous: float | None
+    bias_matrix: np.ndarray
+    n: int
+    order: str = "atc"
+    eta_mu: float = 0.0
+
+    def with_zeta(self, zeta: Any) -> ScheduleProfile:
+        """The same profile with :attr:`heterogeneous` computed for ``zeta`` (n, ...)."""
+        Z = _as_zeta(zeta, self.n)
+        het = float(np.sum(Z * (self.bias_matrix @ Z))) / self.n
+        return ScheduleProfile(**{**self.__dict__, "heterogeneous": het})
+
+    def predicted_consensus(self, eta: float, sigma2: float = 0.0) -> float:
+        """Stationary time-averaged consensus error ``eta^2 (sigma2 * hom + het)``.
+
+        Args:
+            eta: Step size, > 0 (the curvature factor ``eta mu`` was fixed when the
+                profile was computed).
+            sigma2: Gradient-noise variance per node, ``E||xi_i||^2``, >= 0.
+
+        Raises:
+            ValueError: On a non-positive ``eta`` or a negative ``sigma2``.
+        """
+        eta = check_float("eta", eta, low=0.0, low_inclusive=False)
+        sigma2 = check_float("sigma2", sigma2, low=0.0)
+        het = 0.0 if self.heterogeneous is None else self.heterogeneous
+        return eta**2 * (sigma2 * self.all_eigenvalue + het)
+
+
+def _period(schedule: Any, n: int, max_period: int) -> int:
+    first = [np.asarray(schedule(t), dtype=np.float64) for t in range(max_period)]
+    for p in range(1, max_period // 2 + 1):
+        if all(np.array_equal(first[t], first[t + p]) for t in range(max_period - p)):
+            return p
+    raise ValueError(f"the schedule does not repeat within {max_period // 2} rounds; pass period")
+
+
+def schedule_profile(
+    schedule: Any,
+    zeta: Any = None,
+    *,
+    period: int | None = None,
+    eta_mu: float = 0.0,
+    order: str = "atc",
+    tol: float = 1e-12,
+    max_rounds: int = 1_000_000,
+) -> ScheduleProfile:
+    """Stationary consensus predictors of a (time-varying) mixing schedule.
+
+    Args:
+        schedule: A :class:`~dsgd_topology.MixingSchedule` or any function ``t ->
+            W_t`` with an ``n`` attribute, or a fixed (n, n) matrix; every ``W_t``
+            doubly stochastic.
+        zeta: Optional local gradient biases, one row per node (as in
+            :func:`spectral_profile`).
+        period: Rounds after which the schedule repeats; found by comparing the first
+            rounds when None (the one-peer exponential graph: ``ceil(log2 n)``).
+        eta_mu: Curvature factor ``eta * mu`` >= 0 of ``mu/2 ||x||^2`` losses (0: the
+            linear-noise model).
+        order: ``"atc"`` or ``"cta"``.
+        tol: Relative change of the period averages at which the recursion stops.
+        max_rounds: Cap on the rounds iterated.
+
+    Returns:
+        A :class:`ScheduleProfile`.
+
+    Raises:
+        ValueError: If a ``W_t`` is not doubly stochastic or has negative weights, the
+            product over a period does not contract (the union graph is disconnected),
+            no period is found, or the recursion does not converge in ``max_rounds``.
+
+    Example:
+        >>> from dsgd_topology import mixing_schedule
+        >>> p = schedule_profile(mixing_schedule("one_peer_exponential", 16))
+        >>> p.period, round(p.beta, 6), round(p.all_eigenvalue, 4)
+        (4, 0.0, 0.6875)
+    """
+    from icml26_core.validation import check_int
+
+    check_choice("order", order, ORDERS)
+    eta_mu = check_float("eta_mu", eta_mu, low=0.0, high=1.0, high_inclusive=False)
+    if hasattr(schedule, "static") and schedule.static:
+        mats = [check_mixing_matrix(schedule.W, symmetric=False, name="schedule")]
+    elif callable(schedule):
+        n0 = getattr(schedule, "n", None)
+        if n0 is None:
+            raise ValueError("schedule must have an n attribute (use MixingSchedule(fn, n=n))")
+        p = _period(schedule, int(n0), 2 * int(n0) + 2) if period is None else period
+        p = check_int("period", p, low=1)
+        mats = [
+            check_mixing_matrix(schedule(t), symmetric=False, connected=False, name="schedule")
+            for t in range(p)
+        ]
+    else:
+        mats = [check_mixing_matrix(schedule, symmetric=False, name="schedule")]
+    n = mats[0].shape[0]
+    p = len(mats)
+    J = np.full((n, n), 1.0 / n)
+    P = np.eye(n) - J
+    Phi = np.eye(n)
+    for W in mats:
+        Phi = W @ Phi
+    contraction = float(np.linalg.norm(Phi - J, 2))
+    if contraction >= 1.0 - 1e-12:
+        raise ValueError(
+            "the product of one period of W_t does not contract (disconnected union graph)"
+        )
+    beta = contraction ** (1.0 / p)
+    beta = 0.0 if beta < 1e-9 else beta
+    rho = 1.0 - eta_mu
+    C = np.zeros((n, n))
+    B = np.zeros((n, n))
+    prev_hom = prev_m = None
+    rounds = 0
+    while True:
+        hom, M = 0.0, np.zeros((n, n))
+        for W in mats:
+            if order == "atc":
+                C = W @ (rho**2 * C + P) @ W.T
+                B = W @ (rho * B + P)
+            else:
+                C = (W - eta_mu * np.eye(n)) @ C @ (W - eta_mu * np.eye(n)).T + P
+                B = (W - eta_mu * np.eye(n)) @ B + P
+            hom += float(np.trace(C)) / n / p
+            M += B.T @ B / p
+        rounds += p
+        if prev_hom is not None and prev_m is not None:
+            if abs(hom - prev_hom) <= tol * max(hom, 1e-300) and np.max(
+                np.abs(M - prev_m)
+            ) <= tol * max(float(np.max(np.abs(M))), 1e-300):
+                break
+        if rounds >= max_rounds:
+            raise ValueError(f"the recursion did not converge in {max_rounds} rounds")
+        prev_hom, prev_m = hom, M
+    prof = ScheduleProfile(
+        period=p,
+        beta=beta,
+        inverse_gap=1.0 / (1.0 - beta),
+        all_eigenvalue=hom,
+        gap_heterogeneous=beta**2 / (1.0 - beta) ** 2,
+        heterogeneous=None,
+        bias_matrix=M,
+        n=n,
+        order=order,
+        eta_mu=eta_mu,
+    )
+    return prof if zeta is None else prof.with_zeta(zeta)
