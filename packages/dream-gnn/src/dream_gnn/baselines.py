@@ -232,8 +232,9 @@ def correct_and_smooth(
 
     The layer counts and alphas are PyG's example's (``examples/correct_and_smooth.py``);
     ``autoscale`` (the paper's "autoscale" variant) is PyG's constructor default, since
-    the example's fixed ``scale=20`` is tuned for ogbn-products. Nothing is tuned here. The observed labels of ``train_mask`` are what the residuals are
-    corrected towards and what smoothing clamps, so noisy labels propagate too.
+    the example's fixed ``scale=20`` is tuned for ogbn-products. Nothing is tuned here.
+    The observed labels of ``train_mask`` are what the residuals are corrected towards
+    and what smoothing clamps, so noisy labels propagate too.
 
     Args:
         y_soft: float (N, C) base probabilities (e.g. a GCN's softmax).

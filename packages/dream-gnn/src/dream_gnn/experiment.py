@@ -15,8 +15,8 @@ the *noisy* validation labels). No constant is tuned: DREAM's are the issue's de
 (k = 10 + 10, alpha = 0.15, every 10; warm-up 50 at full scale, 30 at default scale
 where the run has 100 epochs), GCE's q = 0.7 is its paper's, co-teaching's schedule is
 Han et al.'s (T_k = 10, forget rate = the noise rate), cleanlab's filter its default,
-C&S's layers and alphas PyG's example (autoscale on), the GCN's (64 hidden, dropout 0.5, Adam 0.01, weight
-decay 5e-4) Kipf & Welling's.
+C&S's layers and alphas PyG's example (autoscale on), the GCN's (64 hidden, dropout
+0.5, Adam 0.01, weight decay 5e-4) Kipf & Welling's.
 """
 
 from __future__ import annotations
@@ -608,7 +608,8 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
             "split, noise and initialization); karate is shown, never counted.",
             "No constant is tuned (DREAM: the issue's defaults; GCE q = 0.7; co-teaching: "
             "Han et al.'s schedule with the true noise rate; cleanlab: its default filter on "
-            f"{cfg.folds}-fold out-of-fold GCN probabilities; C&S: PyG's example constants; "
+            f"{cfg.folds}-fold out-of-fold GCN probabilities; C&S: PyG's example layers "
+            "and alphas, autoscale; "
             "GCN as Kipf & Welling); every trained method restores its best epoch on the "
             "noisy validation labels.",
             "The graphs are code-import graphs, not the paper's six datasets across domains.",
