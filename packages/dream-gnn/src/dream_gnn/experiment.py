@@ -79,6 +79,9 @@ class Config:
     k: int
     folds: int
     hidden: int = 64
+    # karate (2 classes): structure noise cannot reach 40%, only 9 of its 25 labelled
+    # nodes have a neighbour of the other class
+    sanity_noises: tuple[str, ...] = ("uniform", "pair")
 
 
 def config(scale: str) -> Config:
@@ -358,7 +361,7 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
             {"graph": gname, "counted": counted, "noise": "none", "rate": 0.0, "seed": seed, **res}
         )
         for rate in cfg.rates:
-            for noise in cfg.noises:
+            for noise in cfg.noises if counted else cfg.sanity_noises:
                 noisy = add_label_noise(
                     y, rate, noise, edge_index=g.edge_index, mask=masks[0] | masks[1], seed=seed
                 )
@@ -495,7 +498,7 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
         ["graph", "noise", *METHODS, "n"],
     )
     for gn in cfg.sanity:
-        for nz in cfg.noises:
+        for nz in cfg.sanity_noises:
             rs = rows(gn, nz, counted=False)
             sanity_tab.add_row(
                 graph=gn,
