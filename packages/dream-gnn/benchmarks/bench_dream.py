@@ -22,7 +22,7 @@ from icml26_core.stats import ratio_of_medians
 from icml26_core.timing import compare_times
 
 EPOCHS = 60
-GRAPHS = ("stdlib_imports", "imports:sklearn")
+GRAPHS = ("stdlib_imports", "imports:sklearn", "imports:torch")
 
 
 def bench_graph(name: str) -> str:

@@ -2,6 +2,13 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
+from dream_gnn.baselines import (
+    cleanlab_filter,
+    correct_and_smooth,
+    coteaching,
+    forget_rate_schedule,
+    small_loss_selection,
+)
 from dream_gnn.losses import DREAMLoss, dream_loss, gce_loss
 from dream_gnn.models import GCN
 from dream_gnn.noise import add_label_noise
@@ -19,8 +26,13 @@ __all__ = [
     "DREAMTrainer",
     "__version__",
     "add_label_noise",
+    "cleanlab_filter",
+    "correct_and_smooth",
+    "coteaching",
     "dream_loss",
     "fit_classifier",
+    "forget_rate_schedule",
     "gce_loss",
     "personalized_pagerank",
+    "small_loss_selection",
 ]
