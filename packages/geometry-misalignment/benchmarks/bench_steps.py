@@ -58,10 +58,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=10, help="steps per timed round")
+    ap.add_argument("--ns", type=int, nargs="*", help="override the n grid")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    ns = (500, 2000, 5000) if args.full else (200,)
-    steps = 10
+    ns = tuple(args.ns) if args.ns else ((500, 2000, 5000) if args.full else (200,))
+    steps = args.steps
     print(
         f"torch {torch.__version__}, 1 thread, float64, blur 0.05, {args.repeats} interleaved "
         f"rounds of {steps} steps; ratio = median(other) / median(Adam)"

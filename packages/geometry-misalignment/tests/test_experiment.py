@@ -23,6 +23,6 @@ def test_misaligned_problem_has_the_stated_condition_number(kappa):
 @pytest.mark.slow
 def test_experiment_smoke(tmp_path):
     result = check_experiment("geometry-misalignment", tmp_path)
-    assert len(result.claims) == 5
-    wng = result.data["part1"]["iters"]["wng"]
+    assert len(result.claims) == 6
+    wng = result.data["part1_wine"]["iters"]["wng"]
     assert all(v is not None for vs in wng.values() for v in vs)
