@@ -79,8 +79,6 @@ GRAPH_METHODS = ("BP", "DMoL", "BP + PairNorm (PyG)", "GCNII (PyG)")
 def _graph_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
     from icml26_core.datasets import load_graph
 
-    from dmol.peers import GCNII, use_pyg_pairnorm
-
     cfg = CONFIG[ctx.scale]["graph"]
     g = load_graph("stdlib_imports")
     x_dense = torch.tensor(g.x, dtype=torch.float32, device=dev)
@@ -100,7 +98,7 @@ def _graph_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
         (s, d, m)
         for s in range(splits)
         for d in depths
-        for m in GRAPH_METHODS
+        for m in cfg.get("methods", GRAPH_METHODS)
         if m in ("BP", "DMoL") or d in deep
     ]
     for s, depth, method in ctx.progress(jobs, "graphs: GCN on stdlib_imports"):
@@ -114,6 +112,8 @@ def _graph_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
         opt = _adam(0.01, 5e-4)
         t0 = time.process_time()
         if method.startswith("GCNII"):
+            from dmol.peers import GCNII  # torch_geometric, imported only when used
+
             # the peer: torch_geometric's GCN2Conv, end-to-end BP, same optimizer and epochs
             model = GCNII(x.shape[1], dim, classes, depth).to(dev)
             optimizer = opt(model.parameters())
@@ -129,6 +129,8 @@ def _graph_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
         else:
             net = gcn_net(x.shape[1], dim, classes, depth, pairnorm="PairNorm" in method).to(dev)
             if "PairNorm" in method:
+                from dmol.peers import use_pyg_pairnorm
+
                 use_pyg_pairnorm(net)  # torch_geometric.nn.PairNorm after each propagation
 
             def loss(z: torch.Tensor, t: torch.Tensor, tr: torch.Tensor = tr) -> torch.Tensor:
