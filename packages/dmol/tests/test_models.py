@@ -88,3 +88,73 @@ def test_bad_sizes_and_edges_name_the_argument():
     e0 = e.clone()
     normalized_adjacency(e.int(), n)  # int32 edges work
     assert torch.equal(e, e0)
+
+
+def test_conv_nets_shapes_zero_beliefs_and_downsampling():
+    from dmol import ConvResBlock, cnn_net, resnet18_net, time_embedding, unet_denoiser
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 1, 28, 28)
+    net = cnn_net(1, 4, 10, 8).eval()
+    zs = net(x, all_depths=True)
+    assert net.depth == 8 and len(zs) == 8
+    for z in zs:  # zeroed heads: every belief starts at 0
+        torch.testing.assert_close(z, torch.zeros(3, 10), rtol=0, atol=0)
+    res = resnet18_net(1, 10, width=2).eval()
+    assert res.depth == 8
+    assert [b.conv2.out_channels for b in list(res.blocks)[1:]] == [2, 4, 4, 8, 8, 16, 16]
+    assert res(x).shape == (3, 10)
+    block = ConvResBlock(4, in_channels=2, stride=2)
+    assert block(torch.randn(2, 2, 8, 8)).shape == (2, 4, 4, 4)
+    eye = ConvResBlock(3)
+    with torch.no_grad():
+        eye.conv2.weight.zero_()
+    h = torch.randn(2, 3, 5, 5)
+    torch.testing.assert_close(eye(h), h)  # identity shortcut when the branch is zero
+    den = unet_denoiser(3, 4, 8)
+    xt, temb = torch.randn(5, 1, 8, 8), time_embedding(torch.tensor([0, 1, 2, 3, 4]), 8)
+    z = den(xt, temb)
+    assert z.shape == (5, 1, 8, 8)
+    torch.testing.assert_close(z, torch.zeros_like(z), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="channels"):
+        cnn_net(1, 0, 10, 8)
+    with pytest.raises(ValueError, match="width"):
+        resnet18_net(1, 10, width=0)
+    with pytest.raises(ValueError, match="belief"):
+        unet_denoiser(2, 4, 8, belief="nope")
+
+
+def test_dmol_cnn_learns_to_separate_two_patterns():
+    from dmol import cnn_net
+
+    torch.manual_seed(0)
+    y = torch.arange(32) % 2
+    x = torch.randn(32, 1, 8, 8) * 0.3
+    x[y == 1, :, :4] += 1.0  # class 1: bright top half
+    net = cnn_net(1, 4, 2, 3, patch=2)
+    trainer = DMoLTrainer(net, F.cross_entropy, lambda p: torch.optim.Adam(p, lr=0.01))
+    first = trainer.step(x, y)
+    for _ in range(40):
+        losses = trainer.step(x, y)
+    assert (losses < first).all()
+    assert (trainer.predict(x).argmax(1) == y).float().mean() > 0.9
+
+
+@pytest.mark.slow  # imports torch_geometric (tens of seconds without a bytecode cache)
+def test_torch_geometric_peers():
+    pytest.importorskip("torch_geometric")
+    from dmol.peers import GCNII, use_pyg_pairnorm
+
+    torch.manual_seed(0)
+    h = torch.randn(10, 4) + 3.0
+    net = use_pyg_pairnorm(gcn_net(4, 4, 2, 2, pairnorm=True))
+    norms = [layer.norm for layer in net.blocks]
+    assert all(type(n).__module__.startswith("torch_geometric") for n in norms)
+    torch.testing.assert_close(norms[0](h), PairNorm()(h), rtol=1e-5, atol=1e-5)  # same "PN"
+    e, n = _graph()
+    adj = normalized_adjacency(e, n)
+    model = GCNII(5, 8, 3, 4).eval()
+    out = model(torch.randn(n, 5), adj.indices(), adj.values())
+    assert out.shape == (n, 3) and torch.isfinite(out).all()
+    with pytest.raises(ValueError, match="alpha"):
+        GCNII(5, 8, 3, 4, alpha=2.0)

@@ -15,14 +15,20 @@ from torch import nn
 from dmol.net import DMoLNet, zero_head_
 
 __all__ = [
+    "ConvResBlock",
     "GCNLayer",
     "PairNorm",
     "ResidualMLPBlock",
     "TimeMLPBlock",
+    "UNetBlock",
+    "cnn_net",
     "gcn_net",
     "mlp_net",
     "normalized_adjacency",
+    "pool_head",
+    "resnet18_net",
     "time_embedding",
+    "unet_denoiser",
 ]
 
 
@@ -276,3 +282,183 @@ def time_embedding(t: torch.Tensor, dim: int, max_period: float = 1000.0) -> tor
     freqs = torch.exp(-math.log(max_period) * torch.arange(half, dtype=torch.float32) / half)
     args = t.float()[:, None] * freqs[None]
     return torch.cat([torch.cos(args), torch.sin(args)], dim=1)
+
+
+# --------------------------------------------------------------------------- images
+class ConvResBlock(nn.Module):
+    """A pre-activation residual conv block, ``h + conv(relu(bn(conv(relu(bn(h))))))``.
+
+    Two 3x3 convolutions of ``channels`` channels (He et al. 2016, "identity mappings").
+    With ``stride > 1`` or ``in_channels != channels`` the shortcut is a strided 1x1
+    convolution (a ResNet-18 stage start).
+
+    Args:
+        channels: Output channels ``C``.
+        in_channels: Input channels (default ``channels``).
+        stride: Stride of the first convolution (and of the shortcut), ``>= 1``.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1.
+    """
+
+    def __init__(self, channels: int, in_channels: int | None = None, stride: int = 1) -> None:
+        super().__init__()
+        c = check_int("channels", channels, low=1)
+        cin = c if in_channels is None else check_int("in_channels", in_channels, low=1)
+        stride = check_int("stride", stride, low=1)
+        self.bn1 = nn.BatchNorm2d(cin)
+        self.conv1 = nn.Conv2d(cin, c, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.shortcut = (
+            None if stride == 1 and cin == c else nn.Conv2d(cin, c, 1, stride=stride, bias=False)
+        )
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """``(B, in_channels, H, W) -> (B, channels, H / stride, W / stride)``."""
+        a = torch.relu(self.bn1(h))
+        skip = h if self.shortcut is None else self.shortcut(a)
+        return skip + self.conv2(torch.relu(self.bn2(self.conv1(a))))
+
+
+def pool_head(channels: int, out_dim: int) -> nn.Module:
+    """Global average pooling, then a zeroed ``Linear(channels, out_dim)``.
+
+    Maps ``(B, channels, H, W)`` to ``(B, out_dim)``; its output is 0 at initialisation.
+    """
+    return zero_head_(
+        nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, out_dim))
+    )
+
+
+def cnn_net(
+    in_channels: int,
+    channels: int,
+    out_dim: int,
+    depth: int,
+    *,
+    patch: int = 4,
+    belief: str = "additive",
+) -> DMoLNet:
+    """A CNN of ``depth`` residual blocks as a DMoLNet (the issue's MNIST CNN).
+
+    Block 1 is a patchify stem (``Conv2d(in_channels, channels, patch, stride=patch)``,
+    28x28 -> 7x7 for ``patch=4``) followed by a :class:`ConvResBlock`; blocks 2..L are
+    :class:`ConvResBlock` of ``channels`` channels at that resolution. Every head is
+    :func:`pool_head`. The net maps float32 images ``(B, in_channels, H, W)`` to beliefs
+    ``(B, out_dim)``.
+
+    Args:
+        in_channels: Input channels (1 for MNIST).
+        channels: Channels of every block.
+        out_dim: Size of the belief (the number of classes).
+        depth: Number of residual blocks ``L``.
+        patch: Stem kernel and stride (``H`` and ``W`` should be multiples of it).
+        belief: ``"additive"`` (DMoL) or ``"independent"`` (DGL), see :class:`DMoLNet`.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1, or ``belief`` is
+            unknown.
+    """
+    cin = check_int("in_channels", in_channels, low=1)
+    c = check_int("channels", channels, low=1)
+    out_dim = check_int("out_dim", out_dim, low=1)
+    depth = check_int("depth", depth, low=1)
+    patch = check_int("patch", patch, low=1)
+    stem = nn.Conv2d(cin, c, patch, stride=patch)
+    blocks: list[nn.Module] = [nn.Sequential(stem, ConvResBlock(c))]
+    blocks += [ConvResBlock(c) for _ in range(depth - 1)]
+    return DMoLNet(blocks, [pool_head(c, out_dim) for _ in range(depth)], belief=belief)
+
+
+def resnet18_net(
+    in_channels: int, out_dim: int, *, width: int = 64, belief: str = "additive"
+) -> DMoLNet:
+    """A ResNet-18-like DMoLNet: 8 basic residual blocks, one head each (full scale).
+
+    A 3x3 stem conv of ``width`` channels, then 4 stages of 2 :class:`ConvResBlock`
+    (``width``, ``2 width``, ``4 width``, ``8 width`` channels; each stage after the first
+    starts with stride 2), the CIFAR variant of He et al. (2016): 8 blocks, 16 convs plus
+    the stem. Block 1 holds the stem. Every head is :func:`pool_head`, so the net maps
+    ``(B, in_channels, H, W)`` to ``(B, out_dim)``.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1, or ``belief`` is
+            unknown.
+    """
+    cin = check_int("in_channels", in_channels, low=1)
+    out_dim = check_int("out_dim", out_dim, low=1)
+    w = check_int("width", width, low=1)
+    stem = nn.Conv2d(cin, w, 3, padding=1, bias=False)
+    blocks: list[nn.Module] = [nn.Sequential(stem, ConvResBlock(w))]
+    widths = [w]
+    for i, c in enumerate((w, 2 * w, 2 * w, 4 * w, 4 * w, 8 * w, 8 * w)):
+        prev = widths[-1]
+        blocks.append(ConvResBlock(c, in_channels=prev, stride=2 if i % 2 == 1 else 1))
+        widths.append(c)
+    heads = [pool_head(c, out_dim) for c in widths]
+    return DMoLNet(blocks, heads, belief=belief)
+
+
+# --------------------------------------------------------------------------- diffusion
+class UNetBlock(nn.Module):
+    """A time-conditioned residual mini U-Net on ``(B, C, H, W)`` feature maps.
+
+    ``h + up(mid(down(a)), skip=a)`` with ``a = relu(GroupNorm(h) + W_t t_emb)``: one
+    strided 3x3 conv down to ``(2C, H/2, W/2)``, a 3x3 conv there, a transposed conv back
+    up, concatenated with ``a`` and mixed by a 3x3 conv. The first block
+    (``in_channels`` given) first lifts the noisy image to ``C`` channels. Stacked, these
+    blocks make the U-Net DDPM denoiser of the full scale (:func:`unet_denoiser`).
+
+    Args:
+        channels: Channels ``C`` (even; GroupNorm uses ``min(8, C)`` groups dividing ``C``).
+        time_dim: Width of the time embedding.
+        in_channels: Image channels, for the first block only.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1.
+    """
+
+    def __init__(self, channels: int, time_dim: int, in_channels: int | None = None) -> None:
+        super().__init__()
+        c = check_int("channels", channels, low=1)
+        time_dim = check_int("time_dim", time_dim, low=1)
+        cin = None if in_channels is None else check_int("in_channels", in_channels, low=1)
+        self.inp = None if cin is None else nn.Conv2d(cin, c, 3, padding=1)
+        groups = max(g for g in range(1, min(8, c) + 1) if c % g == 0)
+        self.norm = nn.GroupNorm(groups, c)
+        self.time = nn.Linear(time_dim, c)
+        self.down = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1)
+        self.mid = nn.Conv2d(2 * c, 2 * c, 3, padding=1)
+        self.up = nn.ConvTranspose2d(2 * c, c, 2, stride=2)
+        self.out = nn.Conv2d(2 * c, c, 3, padding=1)
+
+    def forward(self, h: torch.Tensor, t_emb: torch.Tensor) -> torch.Tensor:
+        """``h`` ``(B, in_channels or C, H, W)`` (H, W even), ``t_emb`` ``(B, time_dim)``."""
+        if self.inp is not None:
+            h = self.inp(h)
+        a = torch.relu(self.norm(h) + self.time(t_emb)[:, :, None, None])
+        d = torch.relu(self.mid(torch.relu(self.down(a))))
+        u = torch.relu(self.up(d))
+        return h + self.out(torch.cat([u, a], dim=1))
+
+
+def unet_denoiser(
+    depth: int, channels: int, time_dim: int, *, in_channels: int = 1, belief: str = "additive"
+) -> DMoLNet:
+    """A DDPM noise predictor of ``depth`` :class:`UNetBlock` as a DMoLNet (full scale).
+
+    Called as ``net(x_t, t_emb)`` with ``x_t`` ``(B, in_channels, H, W)`` and ``t_emb``
+    from :func:`time_embedding`; every head is a zeroed 1x1 conv to ``in_channels``, so
+    the belief is the noise prediction ``(B, in_channels, H, W)``, refined block by block.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1, or ``belief`` is
+            unknown.
+    """
+    depth = check_int("depth", depth, low=1)
+    c = check_int("channels", channels, low=1)
+    cin = check_int("in_channels", in_channels, low=1)
+    blocks = [UNetBlock(c, time_dim, in_channels=cin if i == 0 else None) for i in range(depth)]
+    heads = [zero_head_(nn.Conv2d(c, cin, 1)) for _ in range(depth)]
+    return DMoLNet(blocks, heads, belief=belief)
