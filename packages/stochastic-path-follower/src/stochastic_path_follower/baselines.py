@@ -243,7 +243,7 @@ class KalmanFilter(_Tracker):
         K = torch.linalg.solve(S, PAt.transpose(1, 2)).transpose(1, 2)
         innov = y - torch.einsum("bmd,bd->bm", A, x)
         x = x + torch.einsum("bdm,bm->bd", K, innov)
-        P = P - K @ A @ P
+        P = P - K @ PAt.transpose(1, 2)  # K A P, with A P = (P A^T)^T as P is symmetric
         return x, {"P": 0.5 * (P + P.transpose(1, 2))}
 
 
