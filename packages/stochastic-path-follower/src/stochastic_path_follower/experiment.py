@@ -11,15 +11,19 @@ Two drifting problems on real data from the core:
   exact regularised fit at the current angle (1-degree grid). Training walks use one
   half of the images, the verdicts read other walks on the other half.
 
-Step sizes of SGD, Adam and prediction-correction are chosen from 5-point grids on the
-training signals (validation seed 1000); the Kalman filter's process noise is the mean
-squared row increment of the training images. The verdicts read evaluation seeds
-0..n-1 (each an independent measurement stream, the same for every method).
+Step sizes of SGD, Adam and prediction-correction (run by tvopt, the reference library)
+are chosen from 5-point grids on the training signals (validation seed 1000); the Kalman
+filter's process noise is the mean squared row increment of the training images. Every
+learned model is trained with ``Config.train_seeds`` seeds; the verdicts pair items
+(image or walk, training seed, measurement stream), the same streams for every method.
+Sizes per scale: :func:`config`; ``--scale full`` adds hubble_deep_field and retina
+(d up to 1411), 20 seeds and four drift processes of the angle (:func:`angle_path`).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,8 @@ from icml26_core import Claim, Experiment, Result, RunContext, Table
 
 TRAIN_IMAGES = ("camera", "coins")
 TEST_IMAGES = ("page", "text", "brick")
+FULL_TEST_IMAGES = (*TEST_IMAGES, "hubble_deep_field", "retina")  # retina: 1411 wide
+FULL_DIMS = (64, 128, 256, 512, 1024, 1411)
 NOISE = 0.1
 VALIDATION_SEED = 1000
 SGD_GRID = (0.05, 0.1, 0.15, 0.2, 0.3)
@@ -35,6 +41,53 @@ LOGIT_SGD_GRID = (0.03, 0.1, 0.3, 1.0, 3.0)
 ADAM_GRID_LOGIT = (0.001, 0.003, 0.01, 0.03, 0.1)
 REG = 1e-2
 MARGIN = 0.2  # the issue's "within 20%" for dimension and width
+DRIFTS = ("walk", "fast walk", "sine", "jumps")  # angle processes of the logistic task
+
+
+@dataclass(frozen=True)
+class Config:
+    """The sizes of one scale of the experiment (see :func:`config`).
+
+    ``train_seeds`` retrainings of every learned model; least-squares item
+    ``(image, s, r)`` is read with the model of training seed ``s`` on measurement
+    stream ``s + train_seeds * r`` (``r < streams``), logistic walk ``j`` with training
+    seed ``j mod train_seeds``, so the verdicts' n counts retrainings as well as
+    signals and streams.
+    """
+
+    K: int
+    dims: tuple[int, ...]
+    widths: tuple[int, ...]
+    epochs: int
+    unroll: int
+    train_seeds: int
+    streams: int
+    logit_walks: int
+    test_images: tuple[str, ...]
+    drifts: tuple[str, ...]
+    steps_t: int
+    time_repeats: int
+    td_epochs: int  # epochs of the training-time-against-d measurement
+
+
+def config(scale: str) -> Config:
+    """The sizes of ``scale`` ("smoke", "default" or "full")."""
+    ctx = RunContext(scale=scale)
+    return Config(
+        K=ctx.pick(smoke=16, default=128, full=256),
+        dims=ctx.pick(smoke=(64, 128), default=(64, 128, 256, 512), full=FULL_DIMS),
+        widths=ctx.pick(smoke=(16, 64), default=(16, 64, 256), full=(16, 64, 256)),
+        epochs=ctx.pick(smoke=1, default=25, full=200),
+        unroll=ctx.pick(smoke=8, default=48, full=128),
+        train_seeds=ctx.pick(smoke=2, default=3, full=20),
+        streams=ctx.pick(smoke=1, default=2, full=1),
+        logit_walks=ctx.pick(smoke=2, default=10, full=20),
+        test_images=ctx.pick(smoke=TEST_IMAGES, default=TEST_IMAGES, full=FULL_TEST_IMAGES),
+        drifts=ctx.pick(smoke=("walk",), default=("walk",), full=DRIFTS),
+        steps_t=ctx.pick(smoke=4, default=32, full=64),
+        time_repeats=ctx.pick(smoke=3, default=7, full=9),
+        td_epochs=ctx.pick(smoke=1, default=2, full=5),
+    )
 
 
 def image_rows(name: str, d: int) -> np.ndarray:
@@ -92,6 +145,38 @@ def angle_walk(steps: int, seed: int, sigma: float = 3.0) -> np.ndarray:
     return np.asarray(out)
 
 
+def angle_path(process: str, steps: int, seed: int) -> np.ndarray:
+    """Angles (degrees, on the 1-degree grid of [0, 90]) of one drift process.
+
+    - ``"walk"``: :func:`angle_walk`, sd 3 degrees a step (the default scale's only one);
+    - ``"fast walk"``: the same walk with sd 6 degrees;
+    - ``"sine"``: ``45 + 45 sin(2 pi k / 64 + phase)``, a random phase;
+    - ``"jumps"``: piecewise constant, a jump to a uniform angle with probability 1/32
+      a step.
+
+    Raises:
+        ValueError: On an unknown ``process``.
+    """
+    from icml26_core.validation import check_choice
+
+    process = check_choice("process", process, DRIFTS)
+    if process == "walk":
+        return angle_walk(steps, seed)
+    if process == "fast walk":
+        return angle_walk(steps, seed, sigma=6.0)
+    rng = np.random.default_rng(seed)
+    if process == "sine":
+        k = np.arange(steps)
+        phase = rng.uniform(0, 2 * np.pi)
+        return np.round(45.0 + 45.0 * np.sin(2 * np.pi * k / 64 + phase)).astype(int)
+    a, out = rng.uniform(0.0, 90.0), []
+    for _ in range(steps):
+        if rng.random() < 1 / 32:
+            a = rng.uniform(0.0, 90.0)
+        out.append(round(a))
+    return np.asarray(out)
+
+
 def _errors(method: Any, scen: Any, seeds: list[int], xstar: Any) -> tuple[np.ndarray, Any]:
     """Mean relative tracking error per seed (one stream per seed), and the paths."""
     import torch
@@ -116,19 +201,23 @@ def _tune(make: Any, grid: tuple[float, ...], scens: list[Any]) -> tuple[float, 
     return grid[int(np.argmin(scores))], scores
 
 
-def run(ctx: RunContext) -> Result:
-    """Train, tune, measure and decide; torch on one thread (restored afterwards)."""
+def run(ctx: RunContext, cfg: Config | None = None) -> Result:
+    """Train, tune, measure and decide; torch on one thread (restored afterwards).
+
+    ``cfg`` overrides the sizes of ``ctx.scale`` (the tests run the full scale's code
+    path at a tiny size this way).
+    """
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _run(ctx)
+        return _run(ctx, config(ctx.scale) if cfg is None else cfg)
     finally:
         torch.set_num_threads(threads)
 
 
-def _run(ctx: RunContext) -> Result:
+def _run(ctx: RunContext, cfg: Config) -> Result:
     import torch
 
     from stochastic_path_follower import (
@@ -142,20 +231,19 @@ def _run(ctx: RunContext) -> Result:
         OnlineAdam,
         OnlineSGD,
         PerStepSolution,
-        PredictionCorrection,
+        TvoptPredictionCorrection,
     )
 
     t_start = time.perf_counter()
     cpu_start = time.process_time()
-    K = ctx.pick(smoke=16, default=128, full=256)
-    dims = ctx.pick(smoke=[64, 128], default=[64, 128, 256, 512], full=[64, 128, 256, 512, 1024])
-    widths = ctx.pick(smoke=[16, 64], default=[16, 64, 256], full=[16, 64, 256])
-    epochs = ctx.pick(smoke=1, default=25, full=200)
-    unroll = ctx.pick(smoke=8, default=48, full=128)
-    seeds = list(range(ctx.pick(smoke=2, default=5, full=20)))
-    logit_seeds = list(range(ctx.pick(smoke=2, default=10, full=20)))
-    fit_kw = {"epochs": epochs, "episodes": 8, "unroll": unroll, "seed": 0}
+    K, dims, widths = cfg.K, list(cfg.dims), list(cfg.widths)
+    test_images = list(cfg.test_images)
+    tseeds = list(range(cfg.train_seeds))
     d0 = 64
+    PC = "prediction-correction (tvopt)"
+
+    def fit_kw(seed: int) -> dict[str, Any]:
+        return {"epochs": cfg.epochs, "episodes": 8, "unroll": cfg.unroll, "seed": seed}
 
     # ---------------- least squares ----------------
     train_rows = {n: image_rows(n, d0) for n in TRAIN_IMAGES}
@@ -163,23 +251,25 @@ def _run(ctx: RunContext) -> Result:
     tune_ls = [DriftingLeastSquares(r[:K], m=d0 // 4, noise=NOISE) for r in train_rows.values()]
     q = float(np.mean([np.mean(np.diff(r, axis=0) ** 2) for r in train_rows.values()]))
 
-    learned: dict[str, Any] = {}
-    train_time: dict[str, float] = {}
-    jobs = [(f"SPF width {w}", w) for w in widths] + [("LSTM optimizer", None)]
+    # learned[name][s]: the model trained with training seed s
+    learned: dict[str, list[Any]] = {}
+    train_time: dict[str, list[float]] = {}
+    jobs = [(f"SPF width {w}", w, s) for s in tseeds for w in widths]
+    jobs += [("LSTM optimizer", None, s) for s in tseeds]
     # torch.optim's first optimizer imports torch._dynamo (seconds of CPU): do it here, so
     # that it is not counted in the first model's train CPU time
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
-    for name, w in ctx.progress(jobs, "training on camera + coins (d = 64)"):
+    for name, w, s in ctx.progress(jobs, f"training on camera + coins (d = 64) x {len(tseeds)}"):
         model = StochasticPathFollower(width=w) if w is not None else LSTMOptimizer()
         t0 = time.process_time()
-        model.fit(train_ls, **fit_kw)
-        train_time[name] = time.process_time() - t0
-        learned[name] = model
-    spf = learned["SPF width 64"] if 64 in widths else learned[f"SPF width {widths[-1]}"]
+        model.fit(train_ls, **fit_kw(s))
+        train_time.setdefault(name, []).append(time.process_time() - t0)
+        learned.setdefault(name, []).append(model)
+    spf_key = "SPF width 64" if 64 in widths else f"SPF width {widths[-1]}"
 
     lr_sgd, g_sgd = _tune(OnlineSGD, SGD_GRID, tune_ls)
     lr_adam, g_adam = _tune(OnlineAdam, ADAM_GRID_LS, tune_ls)
-    lr_pc, g_pc = _tune(PredictionCorrection, SGD_GRID, tune_ls)
+    lr_pc, g_pc = _tune(TvoptPredictionCorrection, SGD_GRID, tune_ls)
     tuning = Table(
         f"tuning on the training images (camera, coins; validation seed {VALIDATION_SEED}, "
         f"d = {d0}, K = {K}): mean relative tracking error per grid value",
@@ -188,39 +278,45 @@ def _run(ctx: RunContext) -> Result:
     for name, grid, sc, ch in (
         ("online SGD", SGD_GRID, g_sgd, lr_sgd),
         ("online Adam", ADAM_GRID_LS, g_adam, lr_adam),
-        ("prediction-correction", SGD_GRID, g_pc, lr_pc),
+        (PC, SGD_GRID, g_pc, lr_pc),
     ):
         tuning.add_row(method=name, grid=list(grid), errors=[round(v, 4) for v in sc], chosen=ch)
 
     baselines = {
         "online SGD": OnlineSGD(lr_sgd),
         "online Adam": OnlineAdam(lr_adam),
-        "prediction-correction": PredictionCorrection(lr_pc),
+        PC: TvoptPredictionCorrection(lr_pc),
         "Kalman (random-walk prior)": KalmanFilter(q=q, r=NOISE**2),
         "per-step solution (no memory)": PerStepSolution(),
     }
+    spf_name = "SPF width 64 (trained at d = 64)"
+    # ls_err[(method, d)]: one error per item (image, training seed s = stream s), in the
+    # same order for every method, so the claims pair them
     ls_err: dict[tuple[str, int], list[float]] = {}
-    test_rows = {d: {n: image_rows(n, d)[:K] for n in TEST_IMAGES} for d in dims}
-    eval_jobs = [(d, n) for d in dims for n in TEST_IMAGES]
+    test_rows = {d: {n: image_rows(n, d)[:K] for n in test_images} for d in dims}
+    eval_jobs = [(d, n) for d in dims for n in test_images]
     for d, n in ctx.progress(eval_jobs, "least squares: held-out images x d"):
         scen = DriftingLeastSquares(test_rows[d][n], m=d // 4, noise=NOISE)
         xs = scen.reference_path()
-        methods = {"SPF width 64 (trained at d = 64)": spf, **baselines}
-        if d == d0:
-            methods.update({k: v for k, v in learned.items() if k != "SPF width 64"})
-            methods["LSTM optimizer"] = learned["LSTM optimizer"]
-        for name, mth in methods.items():
-            e, _ = _errors(mth, scen, seeds, xs)
-            ls_err.setdefault((name, d), []).extend(e.tolist())
-        ls_err.setdefault(("floor: zero decision", d), []).extend([1.0] * len(seeds))
+        for s in tseeds:
+            methods = {spf_name: learned[spf_key][s], **baselines}
+            if d == d0:
+                methods.update({k: v[s] for k, v in learned.items() if k != spf_key})
+            streams = [s + len(tseeds) * r for r in range(cfg.streams)]
+            for name, mth in methods.items():
+                e, _ = _errors(mth, scen, streams, xs)
+                ls_err.setdefault((name, d), []).extend(e.tolist())
+            ls_err.setdefault(("floor: zero decision", d), []).extend([1.0] * len(streams))
 
     ls_table = Table(
-        f"least squares, held-out images {', '.join(TEST_IMAGES)}: mean relative tracking error "
-        f"(1/K) sum ||X_k - x*_k||^2 / ||x*_k||^2, K = {K}, m = d/4, noise {NOISE}; "
-        f"n = images x seeds",
-        ["method", *[f"d = {d}" for d in dims], "n", "train CPU s"],
-        note="learned trackers trained once (seed 0) at d = 64 on camera + coins; "
-        "the zero decision (= stop at once from X_0 = 0) has error 1 by definition",
+        f"least squares, held-out images {', '.join(test_images)}: mean relative tracking "
+        f"error (1/K) sum ||X_k - x*_k||^2 / ||x*_k||^2, K = {K}, m = d/4, noise {NOISE}; "
+        f"n = images x {len(tseeds)} training seeds x {cfg.streams} measurement streams",
+        ["method", *[f"d = {d}" for d in dims], "n", "training seeds", "train CPU s (mean)"],
+        note=f"learned trackers trained {len(tseeds)} times (seeds 0..{len(tseeds) - 1}) at "
+        f"d = 64 on camera + coins; item (image, s, r) reads the model of training seed s on "
+        f"measurement stream s + {len(tseeds)} r; the zero decision (= stop at once from "
+        "X_0 = 0) has error 1 by definition",
     )
     names_ls = sorted({k[0] for k in ls_err}, key=lambda s: (s.startswith("floor"), s))
     for name in names_ls:
@@ -229,8 +325,9 @@ def _run(ctx: RunContext) -> Result:
             v = ls_err.get((name, d))
             row[f"d = {d}"] = float(np.mean(v)) if v else None
         row["n"] = len(ls_err.get((name, d0), []))
-        key = name.replace(" (trained at d = 64)", "")
-        row["train CPU s"] = train_time.get(key)
+        key = spf_key if name == spf_name else name
+        row["training seeds"] = len(train_time[key]) if key in train_time else None
+        row["train CPU s (mean)"] = float(np.mean(train_time[key])) if key in train_time else None
         ls_table.add_row(**row)
 
     # ---------------- time per step against d ----------------
@@ -239,12 +336,14 @@ def _run(ctx: RunContext) -> Result:
     time_table = Table(
         "time per step (ms, median of interleaved rounds, one stream, 1 thread): SPF vs online SGD",
         ["d", "SPF ms/step", "SGD ms/step", "ratio SPF/SGD", "rounds"],
-        note="a step of either includes its gradients (SPF: 2 of the minibatch, SGD: 1)",
+        note="a step of either includes its gradients (SPF: 2 of the minibatch, SGD: 1); "
+        "SPF of training seed 0",
     )
-    steps_t = ctx.pick(smoke=4, default=32, full=64)
+    steps_t = cfg.steps_t
+    spf = learned[spf_key][0]
     spf_times: dict[int, list[float]] = {}
     for d in ctx.progress(dims, "timing"):
-        scen = DriftingLeastSquares(test_rows[d][TEST_IMAGES[0]][:steps_t], m=d // 4, noise=NOISE)
+        scen = DriftingLeastSquares(test_rows[d][test_images[0]][:steps_t], m=d // 4, noise=NOISE)
         sgd = baselines["online SGD"]
 
         def run_spf(scen: Any = scen) -> None:
@@ -254,9 +353,7 @@ def _run(ctx: RunContext) -> Result:
         def run_sgd(scen: Any = scen, sgd: Any = sgd) -> None:
             sgd.rollout(scen, 1, torch.Generator().manual_seed(0))
 
-        c = compare_times(
-            run_spf, run_sgd, repeats=ctx.pick(smoke=3, default=7, full=9), names=("SPF", "SGD")
-        )
+        c = compare_times(run_spf, run_sgd, repeats=cfg.time_repeats, names=("SPF", "SGD"))
         spf_times[d] = [t / steps_t * 1e3 for t in c.times_a]
         time_table.add_row(
             d=d,
@@ -268,55 +365,92 @@ def _run(ctx: RunContext) -> Result:
             },
         )
 
+    # ---------------- training time against d ----------------
+    td_table = Table(
+        f"training time against d (CPU s per epoch, {cfg.td_epochs} epochs on camera + coins "
+        f"resampled to d, 8 streams x {cfg.unroll} steps, training seed 0, 1 thread)",
+        ["d", "SPF width 64 CPU s/epoch", "LSTM optimizer CPU s/epoch"],
+        note="measured for the table only (the verdicts read the models trained at d = 64); "
+        "fitted log-log slopes in the result's data",
+    )
+    td: dict[str, list[float]] = {"SPF": [], "LSTM": []}
+    for d in ctx.progress(dims, "training time against d"):
+        rows_d = [image_rows(n, d) for n in TRAIN_IMAGES]
+        scen_d = [DriftingLeastSquares(r, m=d // 4, noise=NOISE) for r in rows_d]
+        for key, make in (
+            ("SPF", lambda: StochasticPathFollower(width=64)),
+            ("LSTM", LSTMOptimizer),
+        ):
+            t0 = time.process_time()
+            make().fit(scen_d, epochs=cfg.td_epochs, episodes=8, unroll=cfg.unroll, seed=0)
+            td[key].append((time.process_time() - t0) / cfg.td_epochs)
+        td_table.add_row(
+            d=d,
+            **{
+                "SPF width 64 CPU s/epoch": td["SPF"][-1],
+                "LSTM optimizer CPU s/epoch": td["LSTM"][-1],
+            },
+        )
+    td_slope = {
+        k: float(np.polyfit(np.log(dims), np.log(v), 1)[0]) if len(dims) > 1 else None
+        for k, v in td.items()
+    }
+
     # ---------------- logistic regression ----------------
     angles = np.arange(91)
     feats, labels, split = rotated_digits(angles)
     train_lg = DriftingLogistic(feats[:, split], labels[split], angle_walk(K, 100), reg=REG)
     train_lg2 = DriftingLogistic(feats[:, split], labels[split], angle_walk(K, 101), reg=REG)
     tune_lg = [DriftingLogistic(feats[:, split], labels[split], angle_walk(K, 200), reg=REG)]
-    lg_learned: dict[str, Any] = {}
-    for name in ctx.progress(["SPF width 64", "LSTM optimizer"], "training on logistic walks"):
+    lg_learned: dict[str, list[Any]] = {}
+    lg_jobs = [(name, s) for s in tseeds for name in ("SPF width 64", "LSTM optimizer")]
+    for name, s in ctx.progress(lg_jobs, f"training on logistic walks x {len(tseeds)}"):
         model = StochasticPathFollower(width=64) if name.startswith("SPF") else LSTMOptimizer()
         t0 = time.process_time()
-        model.fit([train_lg, train_lg2], **fit_kw)
-        train_time[name + " (logistic)"] = time.process_time() - t0
-        lg_learned[name] = model
+        model.fit([train_lg, train_lg2], **fit_kw(s))
+        train_time.setdefault(name + " (logistic)", []).append(time.process_time() - t0)
+        lg_learned.setdefault(name, []).append(model)
     lg_sgd, lg_g_sgd = _tune(OnlineSGD, LOGIT_SGD_GRID, tune_lg)
     lg_adam, lg_g_adam = _tune(OnlineAdam, ADAM_GRID_LOGIT, tune_lg)
-    lg_pc, lg_g_pc = _tune(PredictionCorrection, LOGIT_SGD_GRID, tune_lg)
+    lg_pc, lg_g_pc = _tune(TvoptPredictionCorrection, LOGIT_SGD_GRID, tune_lg)
     for name, grid, sc, ch in (
         ("online SGD (logistic)", LOGIT_SGD_GRID, lg_g_sgd, lg_sgd),
         ("online Adam (logistic)", ADAM_GRID_LOGIT, lg_g_adam, lg_adam),
-        ("prediction-correction (logistic)", LOGIT_SGD_GRID, lg_g_pc, lg_pc),
+        (PC + " (logistic)", LOGIT_SGD_GRID, lg_g_pc, lg_pc),
     ):
         tuning.add_row(method=name, grid=list(grid), errors=[round(v, 4) for v in sc], chosen=ch)
-    lg_methods = {
-        "SPF width 64": lg_learned["SPF width 64"],
-        "LSTM optimizer": lg_learned["LSTM optimizer"],
+    fixed = {
         "online SGD": OnlineSGD(lg_sgd),
         "online Adam": OnlineAdam(lg_adam),
-        "prediction-correction": PredictionCorrection(lg_pc),
+        PC: TvoptPredictionCorrection(lg_pc),
     }
+    lg_names = ["SPF width 64", "LSTM optimizer", *fixed]
     held = ~split
-    lg_err: dict[str, list[float]] = {m: [] for m in lg_methods}
-    lg_acc: dict[str, list[float]] = {m: [] for m in lg_methods}
-    lg_reg: dict[str, list[float]] = {m: [] for m in lg_methods}
-    acc_star: list[float] = []
-    for s in ctx.progress(logit_seeds, "logistic: held-out walks"):
-        walk = angle_walk(K, 10_000 + s)
+    # per drift process: errors, mean accuracy, regret per walk; accuracy curves over t
+    lg_err: dict[tuple[str, str], list[float]] = {}
+    lg_acc: dict[tuple[str, str], list[float]] = {}
+    lg_reg: dict[tuple[str, str], list[float]] = {}
+    acc_t: dict[tuple[str, str], list[np.ndarray]] = {}
+    acc_star: dict[str, list[np.ndarray]] = {}
+    walk_jobs = [(p, j) for p in cfg.drifts for j in range(cfg.logit_walks)]
+    for proc, j in ctx.progress(walk_jobs, "logistic: held-out walks"):
+        walk = angle_path(proc, K, 10_000 + j)
         scen = DriftingLogistic(feats[:, held], labels[held], walk, reg=REG)
         other = DriftingLogistic(feats[:, split], labels[split], walk, reg=REG)  # accuracy only
         xs = scen.reference_path()
-        acc_star.append(
-            float(np.mean([float(other.accuracy(k, xs[k : k + 1])[0]) for k in range(K)]))
+        acc_star.setdefault(proc, []).append(
+            np.asarray([float(other.accuracy(k, xs[k : k + 1])[0]) for k in range(K)])
         )
-        for name, mth in lg_methods.items():
-            e, paths = _errors(mth, scen, [s], xs)
+        s = tseeds[j % len(tseeds)]
+        methods = {
+            "SPF width 64": lg_learned["SPF width 64"][s],
+            "LSTM optimizer": lg_learned["LSTM optimizer"][s],
+            **fixed,
+        }
+        for name, mth in methods.items():
+            e, paths = _errors(mth, scen, [j], xs)
             X = paths[0]
-            lg_err[name].append(float(e[0]))
-            lg_acc[name].append(
-                float(np.mean([float(other.accuracy(k, X[k : k + 1])[0]) for k in range(K)]))
-            )
+            acc = np.asarray([float(other.accuracy(k, X[k : k + 1])[0]) for k in range(K)])
             reg_k = [
                 float(
                     scen.population_loss(k, X[k : k + 1])[0]
@@ -324,38 +458,58 @@ def _run(ctx: RunContext) -> Result:
                 )
                 for k in range(K)
             ]
-            lg_reg[name].append(float(np.sum(reg_k)))
+            lg_err.setdefault((name, proc), []).append(float(e[0]))
+            lg_acc.setdefault((name, proc), []).append(float(acc.mean()))
+            lg_reg.setdefault((name, proc), []).append(float(np.sum(reg_k)))
+            acc_t.setdefault((name, proc), []).append(acc)
+    multi = len(cfg.drifts) > 1
     lg_table = Table(
         f"logistic regression, MNIST 3 vs 8 14x14 (d = 196) under rotation drift, held-out "
-        f"images, K = {K}, minibatch 32, reg {REG}; n = walks",
-        ["method", "tracking error", "dynamic regret", "accuracy (other half, mean over t)", "n"],
-        note="accuracy of X_k on the other half of the images at angle theta_k; "
-        f"x*_k reaches {np.mean(acc_star):.3f}; zero decision: error 1, accuracy 0 (ties)",
+        f"images, K = {K}, minibatch 32, reg {REG}; n = walks (walk j reads the learned "
+        f"models of training seed j mod {len(tseeds)})",
+        [
+            "method",
+            *(["drift"] if multi else []),
+            "tracking error",
+            "dynamic regret",
+            "accuracy (other half, mean over t)",
+            "n",
+        ],
+        note="accuracy of X_k on the other half of the images at angle theta_k (per t: the "
+        f"figure); x*_k reaches {np.mean(acc_star['walk']):.3f} on the walk; zero decision: "
+        "error 1, accuracy 0 (ties)",
     )
-    for name in lg_methods:
+    for proc in cfg.drifts:
+        extra = {"drift": proc} if multi else {}
+        for name in lg_names:
+            lg_table.add_row(
+                method=name,
+                **extra,
+                **{
+                    "tracking error": float(np.mean(lg_err[(name, proc)])),
+                    "dynamic regret": float(np.mean(lg_reg[(name, proc)])),
+                    "accuracy (other half, mean over t)": float(np.mean(lg_acc[(name, proc)])),
+                    "n": len(lg_err[(name, proc)]),
+                },
+            )
         lg_table.add_row(
-            method=name,
+            method="oracle x*_k (exact fit)",
+            **extra,
             **{
-                "tracking error": float(np.mean(lg_err[name])),
-                "dynamic regret": float(np.mean(lg_reg[name])),
-                "accuracy (other half, mean over t)": float(np.mean(lg_acc[name])),
-                "n": len(lg_err[name]),
+                "tracking error": 0.0,
+                "dynamic regret": 0.0,
+                "accuracy (other half, mean over t)": float(np.mean(acc_star[proc])),
+                "n": len(acc_star[proc]),
             },
         )
-    lg_table.add_row(
-        method="oracle x*_k (exact fit)",
-        **{
-            "tracking error": 0.0,
-            "dynamic regret": 0.0,
-            "accuracy (other half, mean over t)": float(np.mean(acc_star)),
-            "n": len(acc_star),
-        },
-    )
-    lg_table.add_row(method="floor: zero decision", **{"tracking error": 1.0, "n": len(acc_star)})
+        lg_table.add_row(
+            method="floor: zero decision",
+            **extra,
+            **{"tracking error": 1.0, "n": len(acc_star[proc])},
+        )
+    figures = _accuracy_figure(ctx, cfg, lg_names, acc_t, acc_star)
 
     # ---------------- claims ----------------
-    spf_name = "SPF width 64 (trained at d = 64)"
-
     def better(a: list[float], b: list[float], na: str, nb: str, task: str) -> Claim:
         return Claim.superior(
             f"{task}: {na}'s tracking error is at most 0.8x {nb}'s.",
@@ -368,6 +522,7 @@ def _run(ctx: RunContext) -> Result:
             min_effect=1.25,
         )
 
+    W = "walk"
     c1 = Claim.all_of(
         "SPF's tracking error is <= 0.8x online SGD's and <= 0.8x the LSTM optimizer's, "
         "on both tasks.",
@@ -386,14 +541,22 @@ def _run(ctx: RunContext) -> Result:
                 "LSTM",
                 "least squares d = 64",
             ),
-            better(lg_err["SPF width 64"], lg_err["online SGD"], "SPF", "SGD", "logistic"),
-            better(lg_err["SPF width 64"], lg_err["LSTM optimizer"], "SPF", "LSTM", "logistic"),
+            better(
+                lg_err[("SPF width 64", W)], lg_err[("online SGD", W)], "SPF", "SGD", "logistic"
+            ),
+            better(
+                lg_err[("SPF width 64", W)],
+                lg_err[("LSTM optimizer", W)],
+                "SPF",
+                "LSTM",
+                "logistic",
+            ),
         ],
     )
     xs_t = [d for d in dims for _ in spf_times[d]]
     ys_t = [t for d in dims for t in spf_times[d]]
     c2a = Claim.slope(
-        "SPF's time per step grows at most like d^1.2 for d from 64 to 512.",
+        f"SPF's time per step grows at most like d^1.2 for d from {dims[0]} to {dims[-1]}.",
         xs_t,
         ys_t,
         expected=1.0,
@@ -449,11 +612,9 @@ def _run(ctx: RunContext) -> Result:
         "Kalman / SPF (d = 64)": float(
             np.mean(ls_err[("Kalman (random-walk prior)", d0)]) / np.mean(ls_err[(spf_name, d0)])
         ),
-        "prediction-correction / SPF (d = 64)": float(
-            np.mean(ls_err[("prediction-correction", d0)]) / np.mean(ls_err[(spf_name, d0)])
-        ),
-        "prediction-correction / SPF (logistic)": float(
-            np.mean(lg_err["prediction-correction"]) / np.mean(lg_err["SPF width 64"])
+        f"{PC} / SPF (d = 64)": float(np.mean(ls_err[(PC, d0)]) / np.mean(ls_err[(spf_name, d0)])),
+        f"{PC} / SPF (logistic)": float(
+            np.mean(lg_err[(PC, W)]) / np.mean(lg_err[("SPF width 64", W)])
         ),
     }
     gap_table = Table(
@@ -467,13 +628,19 @@ def _run(ctx: RunContext) -> Result:
     cpu = time.process_time() - cpu_start
     ctx.log(f"wall {wall:.1f} s, process CPU {cpu:.1f} s")
     return Result(
-        tables=[ls_table, lg_table, time_table, gap_table, tuning],
+        tables=[ls_table, lg_table, time_table, td_table, gap_table, tuning],
         claims=[c1, c2, c3],
+        figures=figures,
         data={
             "wall_s": wall,
             "cpu_s": cpu,
             "train_cpu_s": train_time,
+            "train_cpu_s_per_epoch_vs_d": {"d": dims, **td},
+            "train_time_loglog_slope": td_slope,
             "kalman_q": q,
+            "accuracy_per_t": {
+                f"{name} | {proc}": np.mean(v, axis=0).tolist() for (name, proc), v in acc_t.items()
+            },
             "chosen_lr": {
                 "sgd": lr_sgd,
                 "adam": lr_adam,
@@ -484,6 +651,37 @@ def _run(ctx: RunContext) -> Result:
             },
         },
     )
+
+
+def _accuracy_figure(
+    ctx: RunContext,
+    cfg: Config,
+    names: list[str],
+    acc_t: dict[tuple[str, str], list[np.ndarray]],
+    acc_star: dict[str, list[np.ndarray]],
+) -> list[str]:
+    """Test accuracy at each t, mean over the held-out walks, one panel per drift process."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - the plot extra is in repro
+        return []
+    fig, axes = plt.subplots(
+        1, len(cfg.drifts), figsize=(6.4 * len(cfg.drifts), 4.0), squeeze=False
+    )
+    k = np.arange(cfg.K)
+    for ax, proc in zip(axes[0], cfg.drifts, strict=True):
+        for name in names:
+            ax.plot(k, np.mean(acc_t[(name, proc)], axis=0), lw=1.2, label=name)
+        ax.plot(k, np.mean(acc_star[proc], axis=0), "k--", lw=1.0, label="oracle x*_k")
+        ax.set_xlabel("step k")
+        ax.set_ylabel("test accuracy (other half, angle theta_k)")
+        ax.set_title(f"rotated MNIST 3 vs 8, drift: {proc}, mean over {cfg.logit_walks} walks")
+        ax.set_ylim(0.5, 1.0)
+        ax.legend(fontsize=7, loc="lower right")
+    return [ctx.save_figure(fig, "accuracy_vs_t")]
 
 
 EXPERIMENT = Experiment(
