@@ -28,9 +28,9 @@ def batched_loss(
     the optimizer must see them in) returns the ``m`` losses
     ``loss_fn(model(*inputs), target)`` as a tensor of shape ``(m,)``, by
     ``torch.func.vmap`` over ``torch.func.functional_call``. Buffers are shared.
-With ``chunk_size`` the ``m`` rows go through the model ``chunk_size`` at a time
-(``vmap(..., chunk_size=)``), so that the activations of only that many copies are
-alive at once (memory ``O(chunk_size)`` instead of ``O(m)``; the losses are the same).
+    With ``chunk_size`` the ``m`` rows go through the model ``chunk_size`` at a time
+    (``vmap(..., chunk_size=)``), so that the activations of only that many copies are
+    alive at once (memory ``O(chunk_size)`` instead of ``O(m)``; the losses are the same).
 
     Args:
         model: The ``torch.nn.Module``.
