@@ -3,11 +3,13 @@ and CoCD against BCCD and SPSA (all batched), at d = 2,410 / 25,450 / 270,310.
 
 Models: MLP 64-32-10 (digits' input size), MLP 784-32-10 and MLP 784-340-10 (MNIST's),
 batch 64 of random inputs, k = 32 (33 queries per step), float32, one torch thread.
+The chunked variant evaluates the 33 probes ``--chunk`` at a time
+(``batched_loss(..., chunk_size=)``), so that only that many copies' activations are alive.
 Times are interleaved in one process after a warm-up
 (:func:`icml26_core.timing.compare_times`) and reported as ratios of medians with their
 bootstrap 95% CIs.
 
-    uv run python packages/cocd/benchmarks/bench_cocd.py [--repeats 7]
+    uv run python packages/cocd/benchmarks/bench_cocd.py [--repeats 7] [--chunk 8]
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from torch import nn
 SIZES = {"2,410": (64, 32), "25,450": (784, 32), "270,310": (784, 340)}
 
 
-def setup(d_in: int, hidden: int, make):
+def setup(d_in: int, hidden: int, make, chunk_size=None):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, 10))
     xb, yb = torch.rand(64, d_in), torch.randint(0, 10, (64,))
     opt = make(model.parameters())
-    batched = cocd.batched_loss(model, F.cross_entropy, xb, yb)
+    batched = cocd.batched_loss(model, F.cross_entropy, xb, yb, chunk_size=chunk_size)
 
     def closure():
         return F.cross_entropy(model(xb), yb)
@@ -40,6 +42,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--steps", type=int, default=5, help="steps per timed call")
+    ap.add_argument("--chunk", type=int, default=8, help="chunk_size of the chunked vmap")
     args = ap.parse_args()
     torch.set_num_threads(1)
     n = args.steps
@@ -60,6 +63,21 @@ def main() -> None:
             f"d = {label:>7}: CoCD vmap {1e3 * c.median_a / n:7.2f} ms/step "
             f"({33 * n / c.median_a:8.0f} queries/s), loop {1e3 * c.median_b / n:7.2f} ms/step; "
             f"vmap speed-up {ev.effect:.2f} [95% CI {ev.ci_low:.2f}, {ev.ci_high:.2f}]"
+        )
+        optc, closurec, batchedc = setup(
+            d_in, hidden, lambda p: cocd.CoCD(p, lr=1e-4), chunk_size=args.chunk
+        )
+        cc = compare_times(
+            lambda opt=optc, b=batchedc: [opt.step(batched_closure=b) for _ in range(n)],
+            lambda opt=optc, closure=closurec: [opt.step(closure) for _ in range(n)],
+            repeats=args.repeats,
+            names=("vmap chunked", "loop"),
+        )
+        evc = cc.speedup()
+        print(
+            f"             CoCD vmap chunk_size={args.chunk} {1e3 * cc.median_a / n:7.2f} ms/step, "
+            f"loop {1e3 * cc.median_b / n:7.2f} ms/step; chunked vmap speed-up "
+            f"{evc.effect:.2f} [95% CI {evc.ci_low:.2f}, {evc.ci_high:.2f}]"
         )
         for name, make in (
             ("BCCD", lambda p: cocd.BCCD(p, lr=1e-4)),

@@ -37,3 +37,104 @@ def test_train_counts_equal_queries():
     r = experiment._train("BCCD", 1.0, 0, data, queries=33 * 4, batch=16)
     assert r["queries"] == 33 * 4 and r["steps"] == 4
     assert r["final"] < r["init"] + 0.5
+
+
+def _flat(net):
+    return __import__("torch").cat([p.detach().reshape(-1) for p in net.parameters()])
+
+
+def _module_losses(net, X, xb, yb):
+    """The module's own loss at each flat parameter row of X (reference)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.func import functional_call
+
+    names = [n for n, _ in net.named_parameters()]
+    shapes = [p.shape for p in net.parameters()]
+    out = []
+    for row in X:
+        pieces = torch.split(row, [s.numel() for s in shapes])
+        p = {n: t.view(s) for n, t, s in zip(names, pieces, shapes, strict=True)}
+        with torch.no_grad():
+            out.append(float(F.cross_entropy(functional_call(net, p, (xb,)), yb)))
+    return np.array(out)
+
+
+def test_batched_cnn_matches_the_module_for_coordinate_and_dense_rows():
+    import torch
+
+    torch.manual_seed(0)
+    net = experiment._cnn(0, torch.float64)
+    assert sum(p.numel() for p in net.parameters()) == 19754
+    xb, yb = torch.rand(8, 784, dtype=torch.float64), torch.randint(0, 10, (8,))
+    x = _flat(net)
+    f = experiment._batched_cnn(xb, yb)
+    # coordinate probes in the linear layers only (features reused) ...
+    Xfc = x.repeat(4, 1)
+    for r, i in enumerate((500, 9000, 19000), start=1):
+        Xfc[r, i] += 0.1
+    # ... and rows that also move the convolutions (grouped convolution path)
+    Xmix = x.repeat(4, 1)
+    Xmix[1, 3] += 0.1
+    Xmix[2] += 0.01 * torch.randn(x.numel(), dtype=torch.float64)
+    Xmix[3, 10000] -= 0.1
+    for X in (Xfc, Xmix):
+        np.testing.assert_allclose(f(X).numpy(), _module_losses(net, X, xb, yb), atol=1e-12)
+
+
+def test_mnist_mlp_and_counts_per_step():
+    import torch
+
+    net = experiment._build("mlp-mnist", 0, torch.float64)
+    xb, yb = torch.rand(8, 784, dtype=torch.float64), torch.randint(0, 10, (8,))
+    x = _flat(net)
+    X = torch.stack([x, x + 0.01 * torch.randn(x.numel(), dtype=torch.float64)])
+    f = experiment._batched("mlp-mnist", net, xb, yb)
+    np.testing.assert_allclose(f(X).numpy(), _module_losses(net, X, xb, yb), atol=1e-12)
+    c = experiment._count_queries("cnn-mnist", steps=2)
+    assert c["d"] == 19754 and c["per_step"] == [33, 33]
+
+
+def test_full_scale_config_has_the_issue_sizes():
+    cfg = experiment.SCALES["full"]
+    assert 59_000 < cfg["digits_queries"] <= 60_000
+    assert 149_000 < cfg["mnist_queries"] <= 150_000
+    assert cfg["batch"] == 256
+    assert set(cfg["mnist"]) == {"mlp-mnist", "cnn-mnist", "resnet-mnist"}
+    assert all(set(m) == set(experiment.METHODS) for m in cfg["mnist"].values())
+    assert 260_000 < experiment._dim("resnet-mnist") < 280_000  # the abstract's ~270k
+    default = experiment.SCALES["default"]
+    assert {"mlp-mnist", "cnn-mnist"} <= set(default["mnist"])
+    assert all({"CoCD", "BCCD"} <= set(m) for m in default["mnist"].values())
+
+
+def test_full_scale_resnet_path_runs_at_tiny_size():
+    """The full scale's ResNet code path (_train -> _batched -> vmap chunks), tiny."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    data = {
+        "Xtr": rng.random((16, 784), dtype=np.float32),
+        "ytr": rng.integers(0, 10, 16),
+        "Xte": rng.random((8, 784), dtype=np.float32),
+        "yte": rng.integers(0, 10, 8),
+    }
+    for name in ("CoCD", "SPSA (k directions)"):
+        r = experiment._train(
+            name, 1e-3, 0, data, queries=33 * 2, batch=4, model="resnet-mnist", width=2
+        )
+        assert r["queries"] == 66 and np.isfinite(r["final"])
+    net = experiment._resnet(0, torch.float64, width=2)
+    xb, yb = torch.rand(4, 784, dtype=torch.float64), torch.randint(0, 10, (4,))
+    x = _flat(net)
+    X = torch.stack([x + 0.01 * i * torch.ones_like(x) for i in range(10)])  # > one chunk of 8
+    f = experiment._batched("resnet-mnist", net, xb, yb)
+    np.testing.assert_allclose(f(X).numpy(), _module_losses(net, X, xb, yb), atol=1e-12)
+
+
+def test_finite_differences_equal_zeroth_learn():
+    """Cross-check against zeroth-learn 0.2.6's PartialFiniteDifference (same points)."""
+    xc = experiment._crosscheck_zeroth_learn(blocks=2)
+    assert xc["n"] == 64
+    assert xc["max_abs_diff"] < 1e-12 * max(1.0, xc["max_abs_estimate"]) + 1e-13
+    assert xc["max_abs_estimate"] > 1e-4  # not a comparison of zeros

@@ -191,6 +191,20 @@ def test_batched_closure_equals_the_loop():
     assert o2.queries == 6 * 6
 
 
+def test_batched_loss_in_chunks_equals_all_at_once():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2)).double()
+    xb = torch.randn(8, 4, dtype=torch.float64)
+    yb = torch.randint(0, 2, (8,))
+    X = torch.randn(7, 23, dtype=torch.float64)
+    whole = cocd.batched_loss(model, F.cross_entropy, xb, yb)(X)
+    for chunk in (1, 3, 7, 50):
+        part = cocd.batched_loss(model, F.cross_entropy, xb, yb, chunk_size=chunk)(X)
+        torch.testing.assert_close(part, whole, atol=1e-13, rtol=0)
+    with pytest.raises(ValueError, match="chunk_size"):
+        cocd.batched_loss(model, F.cross_entropy, xb, yb, chunk_size=0)
+
+
 @pytest.mark.parametrize(
     "make",
     [

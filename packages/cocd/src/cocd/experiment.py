@@ -59,12 +59,133 @@ def _data() -> dict[str, Any]:
     return {"Xtr": X[~test], "ytr": y[~test], "Xte": X[test], "yte": y[test]}
 
 
+def _mnist_data() -> dict[str, Any]:
+    """MNIST-5k (pixels in [0, 1]), split 80/20 by a fixed permutation (stratified)."""
+    from icml26_core.datasets import load_mnist
+
+    X, y = load_mnist()
+    rng = np.random.default_rng(12345)
+    test = np.zeros(len(y), dtype=bool)
+    for c in range(10):
+        idx = rng.permutation(np.flatnonzero(y == c))
+        test[idx[: len(idx) // 5]] = True
+    return {"Xtr": X[~test], "ytr": y[~test], "Xte": X[test], "yte": y[test]}
+
+
 def _mlp(d_in: int, seed: int, dtype: Any) -> Any:
     import torch
     from torch import nn
 
     torch.manual_seed(seed)
     return nn.Sequential(nn.Linear(d_in, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 10)).to(dtype)
+
+
+# The small CNN of the MNIST models (19,754 parameters, the issue's "~20k"): two strided
+# convolutions (no pooling), then two linear layers; it takes flat 784-pixel rows.
+CNN_C1, CNN_C2, CNN_HIDDEN = 4, 8, 48
+CNN_FEATURES = CNN_C2 * 7 * 7
+
+
+def _cnn(seed: int, dtype: Any) -> Any:
+    import torch
+    from torch import nn
+
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 28, 28)),
+        nn.Conv2d(1, CNN_C1, 5, stride=2, padding=2),
+        nn.ReLU(),
+        nn.Conv2d(CNN_C1, CNN_C2, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(CNN_FEATURES, CNN_HIDDEN),
+        nn.ReLU(),
+        nn.Linear(CNN_HIDDEN, 10),
+    ).to(dtype)
+
+
+RESNET_WIDTH = 37  # the full scale's ResNet: 272,700 parameters (the abstract's ~270k)
+
+
+def _resnet(seed: int, dtype: Any, width: int = RESNET_WIDTH) -> Any:
+    """A small ResNet for flat 28x28 inputs, without normalization layers.
+
+    No normalization, so that a stack of parameter vectors can go through it by
+    ``vmap``: stem conv (stride 2, 14x14), two residual blocks of ``width`` channels, a
+    stride-2 conv to ``2 * width`` (7x7), two residual blocks, global average pooling, a
+    linear layer to 10.
+    """
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, c: int) -> None:
+            super().__init__()
+            self.c1 = nn.Conv2d(c, c, 3, padding=1)
+            self.c2 = nn.Conv2d(c, c, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x + self.c2(torch.relu(self.c1(x))))
+
+    torch.manual_seed(seed)
+    w = width
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 28, 28)),
+        nn.Conv2d(1, w, 3, stride=2, padding=1),
+        nn.ReLU(),
+        Block(w),
+        Block(w),
+        nn.Conv2d(w, 2 * w, 3, stride=2, padding=1),
+        nn.ReLU(),
+        Block(2 * w),
+        Block(2 * w),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(2 * w, 10),
+    ).to(dtype)
+
+
+# model key -> (label, dataset)
+MODELS: dict[str, tuple[str, str]] = {
+    "mlp-digits": ("MLP 64-32-10 on digits", "digits"),
+    "mlp-mnist": ("MLP 784-32-10 on MNIST-5k", "mnist"),
+    "cnn-mnist": ("CNN on MNIST-5k", "mnist"),
+    "resnet-mnist": ("ResNet on MNIST-5k", "mnist"),
+}
+
+
+def _build(model: str, seed: int, dtype: Any, width: int = RESNET_WIDTH) -> Any:
+    if model == "mlp-digits":
+        return _mlp(64, seed, dtype)
+    if model == "mlp-mnist":
+        return _mlp(784, seed, dtype)
+    if model == "cnn-mnist":
+        return _cnn(seed, dtype)
+    if model == "resnet-mnist":
+        return _resnet(seed, dtype, width)
+    raise KeyError(model)
+
+
+def _dim(model: str) -> int:
+    import torch
+
+    return sum(p.numel() for p in _build(model, 0, torch.float32).parameters())
+
+
+def _batched(model: str, module: Any, xb: Any, yb: Any) -> Callable[[Any], Any]:
+    """The batched closure of a model on the batch ``(xb, yb)``."""
+    import torch.nn.functional as F
+
+    import cocd
+
+    if model == "mlp-digits":
+        return _batched_mlp(64, xb, yb)
+    if model == "mlp-mnist":
+        return _batched_mlp(784, xb, yb)
+    if model == "cnn-mnist":
+        return _batched_cnn(xb, yb)
+    # the ResNet: vmap over functional_call, 8 copies at a time (memory)
+    return cocd.batched_loss(module, F.cross_entropy, xb, yb, chunk_size=8)
 
 
 def _batched_mlp(d_in: int, xb: Any, yb: Any) -> Callable[[Any], Any]:
@@ -84,6 +205,62 @@ def _batched_mlp(d_in: int, xb: Any, yb: Any) -> Callable[[Any], Any]:
         out = torch.matmul(hid, W2.transpose(1, 2)) + X[:, n3:, None].transpose(1, 2)
         losses = F.cross_entropy(out.reshape(-1, 10), yb.repeat(m), reduction="none")
         return losses.view(m, -1).mean(dim=1)
+
+    return f
+
+
+def _batched_cnn(xb: Any, yb: Any) -> Callable[[Any], Any]:
+    """Loss of the CNN at each row of X (flat parameters, nn.Sequential order).
+
+    Rows whose convolution weights equal row 0's reuse row 0's convolution features
+    (DeepZero's "feature reuse": a coordinate probe in the linear layers changes nothing
+    before them); the others go through one grouped convolution. The losses are those of
+    the module (tested), computed faster for coordinate probes.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    sizes = [CNN_C1 * 25, CNN_C1, CNN_C2 * CNN_C1 * 9, CNN_C2]
+    sizes += [CNN_HIDDEN * CNN_FEATURES, CNN_HIDDEN, 10 * CNN_HIDDEN, 10]
+    n_conv = sum(sizes[:4])
+    img = xb.view(-1, 1, 28, 28)
+    B = img.shape[0]
+
+    def conv(W: torch.Tensor) -> torch.Tensor:  # (M, n_conv) -> (M, B, features)
+        M = W.shape[0]
+        w1, b1, w2, b2 = torch.split(W, sizes[:4], dim=1)
+        z = F.conv2d(img, w1.reshape(M * CNN_C1, 1, 5, 5), b1.reshape(-1), stride=2, padding=2)
+        z = F.conv2d(
+            z.relu(),
+            w2.reshape(M * CNN_C2, CNN_C1, 3, 3),
+            b2.reshape(-1),
+            stride=2,
+            padding=1,
+            groups=M,
+        ).relu()
+        return z.view(B, M, CNN_FEATURES).transpose(0, 1)
+
+    def f(X: torch.Tensor) -> torch.Tensor:
+        M = X.shape[0]
+        Wc = X[:, :n_conv]
+        other = (Wc != Wc[0]).any(dim=1)
+        other[0] = False
+        w3, b3, w4, b4 = torch.split(X[:, n_conv:], sizes[4:], dim=1)
+        base = conv(Wc[:1])[0]  # (B, features)
+        if bool(other.any()):
+            feats = base.expand(M, B, CNN_FEATURES).clone()
+            feats[other] = conv(Wc[other])
+            z = torch.baddbmm(
+                b3.view(M, 1, CNN_HIDDEN),
+                feats,
+                w3.view(M, CNN_HIDDEN, CNN_FEATURES).transpose(1, 2),
+            ).relu()
+        else:  # every row has the base's features: one matmul for all rows
+            z = (base @ w3.reshape(M * CNN_HIDDEN, CNN_FEATURES).T).view(B, M, CNN_HIDDEN)
+            z = (z.transpose(0, 1) + b3.view(M, 1, CNN_HIDDEN)).relu()
+        out = torch.baddbmm(b4.view(M, 1, 10), z, w4.view(M, 10, CNN_HIDDEN).transpose(1, 2))
+        losses = F.cross_entropy(out.reshape(-1, 10), yb.repeat(M), reduction="none")
+        return losses.view(M, B).mean(dim=1)
 
     return f
 
@@ -130,8 +307,14 @@ def _train(
     dtype: str = "float32",
     n_points: int = 12,
     device: str = "cpu",
+    model: str = "mlp-digits",
+    width: int = RESNET_WIDTH,
 ) -> dict[str, Any]:
-    """One run; returns final train loss, test accuracy, the curve and (CoCD) smoothness."""
+    """One run; returns final train loss, test accuracy, the curve and (CoCD) smoothness.
+
+    ``model`` is a key of :data:`MODELS` (``data`` must be its dataset); ``width`` is the
+    ResNet's (the tests run the full scale's code path with a tiny one).
+    """
     import torch
     import torch.nn.functional as F
 
@@ -140,7 +323,8 @@ def _train(
     ytr = torch.as_tensor(data["ytr"], device=device)
     Xte = torch.as_tensor(data["Xte"], dtype=dt, device=device)
     yte = torch.as_tensor(data["yte"], device=device)
-    model = _mlp(Xtr.shape[1], seed, dt).to(device)
+    model_key = model
+    model = _build(model_key, seed, dt, width).to(device)
     params = list(model.parameters())
     opt = _make(name, params, lr, seed, h)
     first_order = METHODS[name][1] == "fo"
@@ -149,8 +333,12 @@ def _train(
     marks = set(np.unique(np.linspace(0, steps, n_points).astype(int)).tolist())
 
     def train_loss() -> float:
-        with torch.no_grad():
-            return float(F.cross_entropy(model(Xtr), ytr))
+        with torch.no_grad():  # in chunks of 1000 (the ResNet's activations)
+            tot = sum(
+                float(F.cross_entropy(model(Xtr[i : i + 1000]), ytr[i : i + 1000], reduction="sum"))
+                for i in range(0, len(ytr), 1000)
+            )
+            return tot / len(ytr)
 
     curve: list[tuple[int, float]] = []
     init = train_loss()
@@ -172,7 +360,7 @@ def _train(
             opt.step()
         else:
             try:
-                opt.step(batched_closure=_batched_mlp(Xtr.shape[1], xb, yb))
+                opt.step(batched_closure=_batched(model_key, model, xb, yb))
             except ValueError:
                 diverged = True
                 break
@@ -194,7 +382,11 @@ def _train(
         acc = float("nan")
     else:
         with torch.no_grad():
-            acc = float((model(Xte).argmax(1) == yte).double().mean())
+            hits = sum(
+                int((model(Xte[i : i + 1000]).argmax(1) == yte[i : i + 1000]).sum())
+                for i in range(0, len(yte), 1000)
+            )
+            acc = hits / len(yte)
     queries_used = getattr(opt, "queries", None)
     return {
         "final": final,
@@ -209,23 +401,24 @@ def _train(
     }
 
 
-def _count_queries(d_in: int, steps: int = 3) -> dict[str, Any]:
-    """Closure calls per CoCD step (Python-loop closure) on an MLP d_in-32-10."""
+def _count_queries(model: str, steps: int = 3) -> dict[str, Any]:
+    """Closure calls per CoCD step (Python-loop closure) on one of :data:`MODELS`."""
     import torch
     import torch.nn.functional as F
 
     import cocd
 
-    model = _mlp(d_in, 0, torch.float32)
+    net = _build(model, 0, torch.float32)
+    d_in = 64 if MODELS[model][1] == "digits" else 784
     xb = torch.rand(64, d_in)
     yb = torch.randint(0, 10, (64,))
     calls = {"n": 0}
 
     def closure() -> float:
         calls["n"] += 1
-        return float(F.cross_entropy(model(xb), yb))
+        return float(F.cross_entropy(net(xb), yb))
 
-    opt = cocd.CoCD(model.parameters(), lr=1e-3, block_size=K)
+    opt = cocd.CoCD(net.parameters(), lr=1e-3, block_size=K)
     per_step = []
     for _ in range(steps):
         before = calls["n"]
@@ -250,28 +443,98 @@ def run(ctx: RunContext) -> Result:
         torch.set_num_threads(threads)
 
 
-def _run(ctx: RunContext) -> Result:
-    from icml26_core import stats
+# Scale -> sizes. Digits: the issue's 60k queries at full scale, 14,850 at default; MNIST-5k:
+# the issue's 150k at full scale, 26,400 at default (2 shared CPU cores; the README says so).
+SCALES: dict[str, dict[str, Any]] = {
+    "smoke": dict(
+        digits_queries=33 * 20,
+        batch=64,
+        n_grid=2,
+        seeds=2,
+        mnist_queries=33 * 6,
+        mnist_grid=2,
+        mnist={"mlp-mnist": ("CoCD", "BCCD"), "cnn-mnist": ("CoCD", "BCCD")},
+        workers=1,
+    ),
+    "default": dict(
+        digits_queries=33 * 450,
+        batch=64,
+        n_grid=5,
+        seeds=5,
+        mnist_queries=33 * 800,
+        mnist_grid=3,
+        mnist={
+            "mlp-mnist": ("CoCD", "BCCD", "SGD (first order)"),
+            "cnn-mnist": ("CoCD", "BCCD"),
+        },
+        workers=2,
+    ),
+    "full": dict(
+        digits_queries=33 * 1818,
+        batch=256,
+        n_grid=5,
+        seeds=10,
+        mnist_queries=33 * 4545,
+        mnist_grid=5,
+        mnist={m: tuple(METHODS) for m in ("mlp-mnist", "cnn-mnist", "resnet-mnist")},
+        workers=1,
+    ),
+}
 
-    queries = ctx.pick(smoke=33 * 20, default=33 * 450, full=33 * 1800)
-    batch = ctx.pick(smoke=64, default=64, full=256)
-    n_grid = ctx.pick(smoke=2, default=5, full=5)
-    test_seeds = list(range(ctx.pick(smoke=2, default=5, full=10)))
-    data = _data()
-    kw = dict(queries=queries, batch=batch, device=ctx.device)
-    names = list(METHODS)
 
-    # 1. lr per method on the validation seed
+def _train_job(job: tuple[tuple[Any, ...], dict[str, Any]]) -> dict[str, Any]:
+    """One :func:`_train` call in a worker process (one torch thread)."""
+    import torch
+
+    torch.set_num_threads(1)
+    args, kwargs = job
+    return _train(*args, **kwargs)
+
+
+def _map(
+    ctx: RunContext,
+    jobs: list[tuple[tuple[Any, ...], dict[str, Any]]],
+    label: str,
+    pool: Any = None,
+) -> list[dict[str, Any]]:
+    """:func:`_train` over ``jobs`` (in order), in the worker processes of ``pool`` if given.
+
+    Every run seeds itself, so the results do not depend on the worker that ran it.
+    """
+    if pool is None:
+        return [_train_job(j) for j in ctx.progress(jobs, label)]
+    return list(ctx.progress(pool.map(_train_job, jobs), label, total=len(jobs)))
+
+
+def _compare(
+    ctx: RunContext,
+    model: str,
+    data: dict[str, Any],
+    names: list[str],
+    n_grid: int,
+    test_seeds: list[int],
+    kw: dict[str, Any],
+    pool: Any = None,
+) -> tuple[dict[str, float], Table, dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """Each method's lr on the validation seed (its own log grid), then the test seeds."""
+    label = MODELS[model][0]
     grid_table = Table(
-        f"validation seed {VALIDATION_SEED}: final train loss per lr (the grid each method gets)",
+        f"{label}, validation seed {VALIDATION_SEED}: final train loss per lr (the grid each "
+        "method gets)",
         ["method", *[f"lr {i + 1}" for i in range(n_grid)], "chosen lr", "at grid edge"],
         note="cells: lr = final train loss; 'div' = diverged (counted as the initial loss)",
     )
     chosen: dict[str, float] = {}
     jobs = [(m, lr) for m in names for lr in _grid(*METHODS[m][0], n_grid)]
     val: dict[str, list[tuple[float, dict[str, Any]]]] = {m: [] for m in names}
-    for m, lr in ctx.progress(jobs, "lr grid (validation seed)"):
-        val[m].append((lr, _train(m, lr, VALIDATION_SEED, data, **kw)))
+    out = _map(
+        ctx,
+        [((m, lr, VALIDATION_SEED, data), dict(model=model, **kw)) for m, lr in jobs],
+        f"{label}: lr grid (validation seed)",
+        pool,
+    )
+    for (m, lr), r in zip(jobs, out, strict=True):
+        val[m].append((lr, r))
     for m in names:
         runs = val[m]
         best = min(range(len(runs)), key=lambda i: runs[i][1]["final"])
@@ -283,26 +546,36 @@ def _run(ctx: RunContext) -> Result:
         edge = best in (0, len(runs) - 1)
         grid_table.add_row(**{"method": m, **cells, "chosen lr": chosen[m], "at grid edge": edge})
 
-    # 2. the test seeds at the chosen lr
     res: dict[str, list[dict[str, Any]]] = {m: [] for m in names}
     jobs2 = [(m, s) for s in test_seeds for m in names]
-    for m, s in ctx.progress(jobs2, "test seeds"):
-        res[m].append(_train(m, chosen[m], s, data, **kw))
+    out = _map(
+        ctx,
+        [((m, chosen[m], s, data), dict(model=model, **kw)) for m, s in jobs2],
+        f"{label}: test seeds",
+        pool,
+    )
+    for (m, _), r in zip(jobs2, out, strict=True):
+        res[m].append(r)
+    validation = {m: [(lr, r["final"]) for lr, r in val[m]] for m in names}
+    return chosen, grid_table, res, validation
 
-    # 3. smoothing: CoCD at its chosen lr, fd_step 1e-1 vs 1e-4, float64 (no round-off)
-    smooth_runs: dict[float, list[dict[str, Any]]] = {1e-1: [], 1e-4: []}
-    jobs3 = [(hh, s) for s in test_seeds for hh in smooth_runs]
-    for hh, s in ctx.progress(jobs3, "fd_step 1e-1 vs 1e-4"):
-        smooth_runs[hh].append(_train("CoCD", chosen["CoCD"], s, data, h=hh, dtype="float64", **kw))
 
-    # 4. queries per step at d = 2,410 and d = 25,450 (MLP 784-32-10, MNIST's input size)
-    counts = {d_in: _count_queries(d_in) for d_in in (64, 784)}
-
-    n = len(test_seeds)
+def _main_table(
+    model: str,
+    dim: int,
+    queries: int,
+    batch: int,
+    names: list[str],
+    chosen: dict[str, float],
+    res: dict[str, list[dict[str, Any]]],
+    ytr: np.ndarray,
+) -> Table:
+    n = len(res[names[0]])
     steps = queries // (K + 1)
-    main = Table(
-        f"MLP 64-32-10 on digits (d = 2,410): {queries:,} loss queries per ZO run "
-        f"({steps} steps of {K + 1}), batch {batch}, over {n} test seeds",
+    table = Table(
+        f"{MODELS[model][0]} (d = {dim:,}): {queries:,} loss queries per ZO run "
+        f"({steps} steps of {K + 1}, {queries / (dim + math.ceil(dim / K)):.2g} sweeps), "
+        f"batch {batch}, over {n} test seeds",
         [
             "method",
             "lr",
@@ -317,11 +590,11 @@ def _run(ctx: RunContext) -> Result:
         note="first-order rows: same number of steps, one gradient per step (not queries); "
         "floors: the initial loss (stop at once) and the class-prior cross-entropy",
     )
-    init = [r["init"] for r in res["CoCD"]]
-    prior = np.bincount(data["ytr"], minlength=10) / len(data["ytr"])
+    init = [r["init"] for r in res[names[0]]]
+    prior = np.bincount(ytr, minlength=10) / len(ytr)
     for m in names:
         fin = [r["final"] for r in res[m]]
-        main.add_row(
+        table.add_row(
             **{
                 "method": m,
                 "lr": chosen[m],
@@ -336,7 +609,7 @@ def _run(ctx: RunContext) -> Result:
                 "n": n,
             }
         )
-    main.add_row(
+    table.add_row(
         **{
             "method": "floor: no step (initial loss)",
             "final train loss": float(np.mean(init)),
@@ -345,12 +618,161 @@ def _run(ctx: RunContext) -> Result:
             "n": n,
         }
     )
-    main.add_row(
+    table.add_row(
         **{
             "method": "floor: class prior (mean predictor)",
             "final train loss": float(-(prior * np.log(prior)).sum()),
             "test accuracy": 0.1,
             "n": 1,
+        }
+    )
+    return table
+
+
+def _crosscheck_zeroth_learn(blocks: int = 3) -> dict[str, Any]:
+    """Our forward differences against zeroth-learn's ``PartialFiniteDifference``.
+
+    The digits MLP in float64 at its initialisation, one fixed batch of 64: CoCD's
+    estimates of its first ``blocks`` blocks in the permuted order (seed 0: coordinates
+    from every layer), from its state ``g``, and zeroth-learn's
+    estimate at the same indices and step, from the same per-sample losses at its own
+    perturbed parameter rows.
+    """
+    import torch
+    from zeroth.zeroth_order.gradient_estimators import PartialFiniteDifference
+
+    import cocd
+
+    data = _data()
+    net = _mlp(64, 0, torch.float64)
+    xb = torch.as_tensor(data["Xtr"][:64], dtype=torch.float64)
+    yb = torch.as_tensor(data["ytr"][:64])
+    per_sample = _batched_mlp_per_sample(64, xb, yb)
+    opt = cocd.CoCD(net.parameters(), lr=1e-12, block_size=K, fd_step=H, order="permuted")
+    ours, theirs = [], []
+    for _ in range(blocks):
+        idx = opt.next_block().tolist()
+        x = torch.cat([p.detach().reshape(-1) for p in net.parameters()]).numpy().copy()
+        pfd = PartialFiniteDifference(H, idx, x.size)
+        rows = torch.as_tensor(pfd.perturb(x))
+        theirs.append(pfd.get_gradient(per_sample(rows).numpy())[idx])
+        opt.step(batched_closure=lambda X: per_sample(X).mean(dim=1))
+        g = torch.cat([opt.state[p]["g"].reshape(-1) for p in net.parameters()])
+        ours.append(g[idx].numpy())
+    a, b = np.concatenate(ours), np.concatenate(theirs)
+    return {
+        "n": int(a.size),
+        "max_abs_diff": float(np.abs(a - b).max()),
+        "max_abs_estimate": float(np.abs(b).max()),
+    }
+
+
+def _batched_mlp_per_sample(d_in: int, xb: Any, yb: Any) -> Callable[[Any], Any]:
+    """Per-sample losses (shape (m, batch)) of the MLP d_in-32-10 at each row of X."""
+    import torch
+    import torch.nn.functional as F
+
+    n1 = HIDDEN * d_in
+    n2 = n1 + HIDDEN
+    n3 = n2 + 10 * HIDDEN
+
+    def f(X: torch.Tensor) -> torch.Tensor:
+        m = X.shape[0]
+        W1 = X[:, :n1].view(m, HIDDEN, d_in)
+        hid = torch.relu(torch.matmul(xb, W1.transpose(1, 2)) + X[:, n1:n2, None].transpose(1, 2))
+        W2 = X[:, n2:n3].view(m, 10, HIDDEN)
+        out = torch.matmul(hid, W2.transpose(1, 2)) + X[:, n3:, None].transpose(1, 2)
+        losses = F.cross_entropy(out.reshape(-1, 10), yb.repeat(m), reduction="none")
+        return losses.view(m, -1)
+
+    return f
+
+
+def _run(ctx: RunContext) -> Result:
+    workers = SCALES[ctx.scale]["workers"]
+    if workers <= 1:
+        return _run_in(ctx, None)
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    # the runs are independent and seed themselves: 2 worker processes (the 2 cores)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        return _run_in(ctx, pool)
+
+
+def _run_in(ctx: RunContext, pool: Any) -> Result:
+    from icml26_core import stats
+
+    cfg = SCALES[ctx.scale]
+    queries, batch, n_grid = cfg["digits_queries"], cfg["batch"], cfg["n_grid"]
+    test_seeds = list(range(cfg["seeds"]))
+    data = _data()
+    kw: dict[str, Any] = dict(queries=queries, batch=batch, device=ctx.device)
+    names = list(METHODS)
+
+    # 1-2. digits: lr per method on the validation seed, then the test seeds
+    chosen, grid_table, res, validation = _compare(
+        ctx, "mlp-digits", data, names, n_grid, test_seeds, kw, pool
+    )
+
+    # 3. smoothing: CoCD at its chosen lr, fd_step 1e-1 vs 1e-4, float64 (no round-off)
+    smooth_runs: dict[float, list[dict[str, Any]]] = {1e-1: [], 1e-4: []}
+    jobs3 = [(hh, s) for s in test_seeds for hh in smooth_runs]
+    out3 = _map(
+        ctx,
+        [(("CoCD", chosen["CoCD"], s, data), dict(h=hh, dtype="float64", **kw)) for hh, s in jobs3],
+        "fd_step 1e-1 vs 1e-4",
+        pool,
+    )
+    for (hh, _), r in zip(jobs3, out3, strict=True):
+        smooth_runs[hh].append(r)
+
+    # 4. the MNIST-5k models at equal queries
+    mnist = _mnist_data()
+    mkw: dict[str, Any] = dict(queries=cfg["mnist_queries"], batch=batch, device=ctx.device)
+    mnist_out: dict[str, Any] = {}
+    for model, mnames in cfg["mnist"].items():
+        mc, mg, mr, mv = _compare(
+            ctx, model, mnist, list(mnames), cfg["mnist_grid"], test_seeds, mkw, pool
+        )
+        mnist_out[model] = {"chosen": mc, "grid": mg, "res": mr, "validation": mv}
+
+    # 5. queries per step at every default model's d
+    counts = {m: _count_queries(m) for m in ("mlp-digits", "mlp-mnist", "cnn-mnist")}
+
+    # 6. our finite differences against zeroth-learn's
+    xc = _crosscheck_zeroth_learn()
+
+    n = len(test_seeds)
+    main = _main_table(
+        "mlp-digits", counts["mlp-digits"]["d"], queries, batch, names, chosen, res, data["ytr"]
+    )
+    mnist_tables = []
+    for model, out in mnist_out.items():
+        dim = counts[model]["d"] if model in counts else _dim(model)
+        mnist_tables.append(
+            _main_table(
+                model,
+                dim,
+                cfg["mnist_queries"],
+                batch,
+                list(cfg["mnist"][model]),
+                out["chosen"],
+                out["res"],
+                mnist["ytr"],
+            )
+        )
+        mnist_tables.append(out["grid"])
+    xc_table = Table(
+        "Cross-check: our forward differences vs zeroth-learn 0.2.6's PartialFiniteDifference "
+        "(digits MLP, float64, the same batch, indices and step h = 1e-2)",
+        ["estimates compared", "max |ours - zeroth-learn|", "max |estimate|"],
+    )
+    xc_table.add_row(
+        **{
+            "estimates compared": xc["n"],
+            "max |ours - zeroth-learn|": xc["max_abs_diff"],
+            "max |estimate|": xc["max_abs_estimate"],
         }
     )
     sm_table = Table(
@@ -370,14 +792,25 @@ def _run(ctx: RunContext) -> Result:
         )
 
     fin = {m: [r["final"] for r in res[m]] for m in names}
-    c1 = Claim.superior(
-        "At equal queries, CoCD's final train loss is lower than BCCD's (each at its "
-        "validation-chosen lr from a 5-point grid).",
-        fin["CoCD"],
-        fin["BCCD"],
-        names=("CoCD", "BCCD"),
-        metric="final train loss",
-        higher_is_better=False,
+    mfin = {
+        model: {m: [r["final"] for r in out["res"][m]] for m in out["res"]}
+        for model, out in mnist_out.items()
+    }
+    c1_parts = [
+        Claim.superior(
+            f"{MODELS[model][0]}: CoCD's final train loss is lower than BCCD's.",
+            f_["CoCD"],
+            f_["BCCD"],
+            names=("CoCD", "BCCD"),
+            metric="final train loss",
+            higher_is_better=False,
+        )
+        for model, f_ in [("mlp-digits", fin), *mfin.items()]
+    ]
+    c1 = Claim.all_of(
+        "At equal queries, CoCD's final train loss is lower than BCCD's on every model (each "
+        "at its validation-chosen lr from its own log grid).",
+        c1_parts,
     )
 
     c5 = Claim.superior(
@@ -394,9 +827,16 @@ def _run(ctx: RunContext) -> Result:
         return np.std(a, axis=axis, ddof=1) / np.std(b, axis=axis, ddof=1)
 
     parts = []
-    for other in ("SPSA (k directions)", "random subspace"):
+    pairs = [("mlp-digits", fin, o) for o in ("SPSA (k directions)", "random subspace")]
+    pairs += [
+        (model, f_, o)
+        for model, f_ in mfin.items()
+        for o in ("SPSA (k directions)", "random subspace")
+        if o in f_
+    ]
+    for model, f_, other in pairs:
         ev = stats.bootstrap_band(
-            [np.asarray(fin["CoCD"]), np.asarray(fin[other])],
+            [np.asarray(f_["CoCD"]), np.asarray(f_[other])],
             sd_ratio,
             high=0.5,
             effect_name=f"sd(CoCD) / sd({other})",
@@ -405,11 +845,12 @@ def _run(ctx: RunContext) -> Result:
         )
         parts.append(
             Claim.from_evidence(
-                f"CoCD's final-loss spread over seeds is at most half of {other}'s.",
+                f"{MODELS[model][0]}: CoCD's final-loss spread over seeds is at most half of "
+                f"{other}'s.",
                 "sd ratio <= 0.5 (our threshold, from the issue): holds if its whole CI lies "
                 "below 0.5, does not hold if it lies wholly above",
                 ev,
-                {"CoCD": fin["CoCD"], other: fin[other]},
+                {"CoCD": f_["CoCD"], other: f_[other]},
             )
         )
     c2 = Claim.all_of(
@@ -420,7 +861,7 @@ def _run(ctx: RunContext) -> Result:
     c3 = Claim.check(
         "O(1) queries per step: CoCD's measured loss calls per step are k + 1, whatever d.",
         f"every measured step makes exactly k + 1 = {K + 1} closure calls at d = "
-        f"{counts[64]['d']:,} and d = {counts[784]['d']:,}",
+        + ", ".join(f"{c['d']:,}" for c in counts.values()),
         {f"calls per step at d = {c['d']}": c["per_step"] for c in counts.values()},
         lambda v: all(x == K + 1 for c in v.values() for x in c),
     )
@@ -456,24 +897,33 @@ def _run(ctx: RunContext) -> Result:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        for m in names:
-            c = np.array([[q for q, _ in r["curve"]] for r in res[m]], dtype=float)
-            v = np.array([[y for _, y in r["curve"]] for r in res[m]], dtype=float)
-            style = "--" if METHODS[m][1] == "fo" else "-"
-            ax.plot(c.mean(0), v.mean(0), style, label=m)
-        ax.axhline(float(np.mean(init)), color="grey", lw=0.8, label="initial loss")
-        ax.set_xlabel("loss queries (first order: steps x 33)")
-        ax.set_ylabel("train loss (full train set)")
-        ax.set_yscale("log")
-        ax.set_title(f"digits MLP, mean over {n} test seeds")
-        ax.legend(fontsize=7)
+        panels = [("mlp-digits", res), *((m, o["res"]) for m, o in mnist_out.items())]
+        fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+        for ax, (model, rr) in zip(axes[0], panels, strict=True):
+            for m in rr:
+                c = np.array([[q for q, _ in r["curve"]] for r in rr[m]], dtype=float)
+                v = np.array([[y for _, y in r["curve"]] for r in rr[m]], dtype=float)
+                style = "--" if METHODS[m][1] == "fo" else "-"
+                ax.plot(c.mean(0), v.mean(0), style, label=m)
+            first = next(iter(rr.values()))
+            ax.axhline(
+                float(np.mean([r["init"] for r in first])),
+                color="grey",
+                lw=0.8,
+                label="initial loss",
+            )
+            ax.set_xlabel("loss queries (first order: steps x 33)")
+            ax.set_ylabel("train loss (full train set)")
+            ax.set_yscale("log")
+            ax.set_title(f"{MODELS[model][0]}, mean over {n} test seeds", fontsize=9)
+            ax.legend(fontsize=6)
+        fig.tight_layout()
         figures.append(ctx.save_figure(fig, "loss_vs_queries"))
     except ImportError:  # pragma: no cover - plot extra not installed
         pass
 
     return Result(
-        tables=[main, grid_table, sm_table],
+        tables=[main, *mnist_tables[::2], grid_table, *mnist_tables[1::2], sm_table, xc_table],
         claims=[c1, c2, c3, c4, c5],
         figures=figures,
         notes=[
@@ -483,12 +933,25 @@ def _run(ctx: RunContext) -> Result:
             "BCCD's lr grid, so it is the CoCD variant at BCCD's step-size scale.",
             "Smoothness: ||g_s - g_{s-1}|| / ||x_s - x_{s-1}|| between consecutive sweep ends "
             "(g: CoCD's full estimate), median over the run.",
+            f"MNIST-5k models: {cfg['mnist_queries']:,} queries per ZO run, a "
+            f"{cfg['mnist_grid']}-point lr grid per method (the digits grid's range), "
+            "fewer methods than on digits (CPU time); see the README.",
         ],
         data={
             "chosen_lr": chosen,
             "final": fin,
             "curves": {m: [r["curve"] for r in res[m]] for m in names},
-            "validation": {m: [(lr, r["final"]) for lr, r in val[m]] for m in names},
+            "validation": validation,
+            "mnist": {
+                model: {
+                    "chosen_lr": out["chosen"],
+                    "final": mfin[model],
+                    "validation": out["validation"],
+                    "curves": {m: [r["curve"] for r in out["res"][m]] for m in out["res"]},
+                }
+                for model, out in mnist_out.items()
+            },
+            "crosscheck_zeroth_learn": xc,
             "smooth": {
                 str(hh): [(r["final"], r["smooth"]) for r in runs]
                 for hh, runs in smooth_runs.items()

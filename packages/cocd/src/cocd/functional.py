@@ -19,6 +19,7 @@ def batched_loss(
     loss_fn: Callable[..., Any],
     *batch: Any,
     params: list[Any] | None = None,
+    chunk_size: int | None = None,
 ) -> Callable[[Any], Any]:
     """A ``batched_closure`` for an ``nn.Module``: the loss at many flat parameter vectors.
 
@@ -27,6 +28,9 @@ def batched_loss(
     the optimizer must see them in) returns the ``m`` losses
     ``loss_fn(model(*inputs), target)`` as a tensor of shape ``(m,)``, by
     ``torch.func.vmap`` over ``torch.func.functional_call``. Buffers are shared.
+    With ``chunk_size`` the ``m`` rows go through the model ``chunk_size`` at a time
+    (``vmap(..., chunk_size=)``), so that the activations of only that many copies are
+    alive at once (memory ``O(chunk_size)`` instead of ``O(m)``; the losses are the same).
 
     Args:
         model: The ``torch.nn.Module``.
@@ -35,18 +39,21 @@ def batched_loss(
             model, the last to ``loss_fn``.
         params: Names of the parameters the optimizer holds, in its order (default:
             all of ``model.named_parameters()``); the others stay at their values.
+        chunk_size: Rows evaluated per vmap call (>= 1), or None for all at once.
 
     Returns:
         The function ``f``.
 
     Raises:
-        ValueError: If ``batch`` has fewer than two entries.
+        ValueError: If ``batch`` has fewer than two entries or ``chunk_size < 1``.
     """
     import torch
     from torch.func import functional_call, vmap
 
     if len(batch) < 2:
         raise ValueError("batch must be (inputs..., target), got fewer than two tensors")
+    if chunk_size is not None:
+        chunk_size = check_int("chunk_size", chunk_size, low=1)
     *inputs, target = batch
     named = dict(model.named_parameters())
     names = list(named) if params is None else list(params)
@@ -58,7 +65,7 @@ def batched_loss(
         p = {n: t.view(s) for n, t, s in zip(names, pieces, shapes, strict=True)}
         return loss_fn(functional_call(model, p, tuple(inputs)), target)
 
-    vm = vmap(one)
+    vm = vmap(one, chunk_size=chunk_size)
 
     def f(X: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
