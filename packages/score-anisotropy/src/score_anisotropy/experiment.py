@@ -229,11 +229,17 @@ def _one(
     return row
 
 
-def measure(scale: str, cfg: dict, ctx: RunContext | None = None) -> dict[str, Any]:
-    """Run the plan of ``scale`` with the sizes ``cfg`` (see ``_config``).
+def measure(
+    scale: str,
+    cfg: dict,
+    ctx: RunContext | None = None,
+    plan: list[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Run the plan of ``scale`` (or ``plan``) with the sizes ``cfg`` (see ``_config``).
 
     ``icml26 run`` calls it with ``_config(ctx.scale)``; the tests call it with the full
-    scale's plan and tiny sizes to check that path end to end.
+    scale's architectures and data, tiny sizes and a shorter plan, to check that path
+    end to end.
 
     Returns:
         ``{"rows": [...], "floors": {data: {...}}, "sads": {arch: (D, 8)}}``, the SADs
@@ -241,7 +247,7 @@ def measure(scale: str, cfg: dict, ctx: RunContext | None = None) -> dict[str, A
     """
     real = _real_data(scale)
     archs = _archs(scale)
-    plan = _plan(scale)
+    plan = _plan(scale) if plan is None else plan
     base = 0 if ctx is None else ctx.seed
     jobs = [
         (a, d, s)
@@ -321,8 +327,9 @@ def run(ctx: RunContext) -> Result:
         ctx.save_figure(_figure(out["sads"]), "top_sads")
     tables, claims = _tables(rows, floors, cfg, cfg["seeds"]), _claims(rows, floors, cfg)
     notes = [
-        f"{cfg['seeds']} seeds ({cfg['seeds_mnist']} on MNIST); SADs from jacrev on {cfg['n_inputs']} noisy inputs per "
-        f"model (Lanczos, top {cfg['lanczos_k']}, above D = {cfg['jacrev_max_dim']}); "
+        f"{cfg['seeds']} seeds ({cfg['seeds_mnist']} on MNIST); SADs from jacrev on "
+        f"{cfg['n_inputs']} noisy inputs per model (Lanczos, top {cfg['lanczos_k']}, "
+        f"above D = {cfg['jacrev_max_dim']}); "
         f"DDPM with the linear schedule of T = {cfg['T']}, Adam lr {cfg['lr']}, batch 128, "
         f"{cfg['steps']} steps; W2 exact on {cfg['n_test']} generated vs {cfg['n_test']} "
         f"held-out samples. MNIST-5k at {MNIST_SIDE[ctx.scale]}x{MNIST_SIDE[ctx.scale]}. "
