@@ -52,7 +52,9 @@ def test_full_scale_has_the_issues_nine_architectures_on_six_datasets():
     assert len(archs) == 9 and "UNet" in archs
     plan = experiment._plan("full")
     assert len(plan) == 9 * len(experiment.FULL_DATASETS)
-    for make in archs.values():  # every one builds on every full-scale D
+    for name, make in archs.items():  # every one builds on every full-scale D
+        if name == "UNet":
+            continue  # importing diffusers is slow: built in the slow test below
         for dim in (64, 256, 784):
             assert make(dim).dim == dim
 

@@ -5,6 +5,10 @@ import torch
 
 pytest.importorskip("diffusers")
 
+# Importing diffusers' UNet2DModel costs about 10 s of CPU (it pulls in torch._dynamo and
+# diffusers' transformer modules): every test here is `slow` (run with -m slow).
+pytestmark = pytest.mark.slow
+
 
 def _tiny(dim=16, **kw):
     kw = {"block_out_channels": (4, 8), "norm_num_groups": 4, "add_attention": False} | kw
