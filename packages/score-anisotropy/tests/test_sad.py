@@ -109,6 +109,38 @@ def test_lanczos_matches_exact_on_top_eigenvalues():
     assert lz.trace == pytest.approx(ex.trace, rel=0.3)  # Hutchinson estimate
 
 
+def test_block_lanczos_matches_exact_on_top_eigenvalues_and_directions():
+    torch.manual_seed(0)
+    m = sa.ScoreCNN(64, channels=8).double()
+    X = np.random.default_rng(1).standard_normal((32, 64))
+    ex = sa.sad(m, X, n_inputs=6, seed=3)
+    bk = sa.sad(m, X, n_inputs=6, seed=3, k=16, method="block", trace_probes=8)
+    assert bk.method == "block" and bk.directions.shape == (64, 16)
+    np.testing.assert_allclose(bk.eigenvalues, ex.eigenvalues[:16], rtol=1e-3)
+    overlap = np.abs(np.sum(bk.directions[:, :3] * ex.directions[:, :3], axis=0))
+    assert overlap.min() > 0.999
+    np.testing.assert_allclose(bk.directions.T @ bk.directions, np.eye(16), atol=1e-8)
+
+
+def test_block_krylov_on_a_known_spectrum_stops_early():
+    from score_anisotropy.sad import _block_krylov
+
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.standard_normal((100, 100)))
+    lam = 0.7 ** np.arange(100)
+    A = (Q * lam) @ Q.T
+    calls = []
+
+    def mv(V):
+        calls.append(V.shape[1])
+        return A @ V
+
+    top, U = _block_krylov(mv, 100, 4, rng)
+    np.testing.assert_allclose(top, lam[:4], rtol=1e-6)
+    np.testing.assert_allclose(np.abs(np.sum(U * Q[:, :4], axis=0)), 1.0, atol=1e-5)
+    assert sum(calls) < 100  # fewer products than D
+
+
 def test_alignment_is_one_for_isotropic_data_and_large_for_aligned_data():
     rng = np.random.default_rng(0)
     lam = np.linspace(2, 1, 8)

@@ -14,7 +14,7 @@ from score_anisotropy.ddpm import (
     train_ddpm,
     w2_exact,
 )
-from score_anisotropy.models import DDPMSchedule, ScoreCNN, ScoreMLP, ScoreViT
+from score_anisotropy.models import DDPMSchedule, ScoreCNN, ScoreMLP, ScoreUNet, ScoreViT
 from score_anisotropy.sad import (
     SADResult,
     alignment,
@@ -36,6 +36,7 @@ __all__ = [
     "SADResult",
     "ScoreCNN",
     "ScoreMLP",
+    "ScoreUNet",
     "ScoreViT",
     "__version__",
     "alignment",

@@ -14,7 +14,7 @@ import torch
 from icml26_core.validation import check_choice, check_int
 from torch import nn
 
-__all__ = ["DDPMSchedule", "ScoreCNN", "ScoreMLP", "ScoreViT", "time_features"]
+__all__ = ["DDPMSchedule", "ScoreCNN", "ScoreMLP", "ScoreUNet", "ScoreViT", "time_features"]
 
 
 def time_features(t: torch.Tensor, n: int = 16) -> torch.Tensor:
@@ -179,6 +179,97 @@ class ScoreViT(nn.Module):
         for blk in self.blocks:
             h = blk(h)
         out = self.out(self.ln(h)).reshape(b, g, g, p, p).permute(0, 1, 3, 2, 4)
+        return out.reshape(b, self.dim)
+
+
+class ScoreUNet(nn.Module):
+    """Adapter: a diffusers ``UNet2DModel`` as an eps-predictor on flattened images.
+
+    Reshapes ``x`` (B, D) to ``(B, 1, side, side)``, calls the UNet with the timestep
+    ``t * time_scale`` (diffusers' models are trained on integer steps 0..999) and
+    flattens the ``.sample`` back to (B, D). Built from a config, offline (no hub).
+
+    Args:
+        dim: Data dimension D = side**2; ``side`` divisible by
+            ``2 ** (len(block_out_channels) - 1)``.
+        block_out_channels: Channels per resolution level ((32, 64): one downsampling).
+        layers_per_block: ResNet layers per level (1).
+        norm_num_groups: GroupNorm groups; divides every entry of
+            ``block_out_channels`` (8).
+        add_attention: Self-attention in the middle block (diffusers' default, True).
+        time_scale: Factor from ``t`` in ``(0, 1]`` to the UNet's timestep (1000).
+        unet: An existing ``UNet2DModel`` with 1 input and 1 output channel and
+            ``sample_size == side``; the other arguments are then ignored.
+
+    Raises:
+        ImportError: If diffusers is not installed (``pip install
+            'score-anisotropy[unet]'``).
+        ValueError: If ``dim`` is not a square, the side does not fit the levels, or
+            ``unet`` has other channels or sample size.
+
+    Source: diffusers ``UNet2DModel`` (von Platen et al., Hugging Face), the DDPM UNet
+    of Ho et al. (2020) with ``DownBlock2D``/``UpBlock2D`` levels (no attention).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        block_out_channels: tuple[int, ...] = (32, 64),
+        layers_per_block: int = 1,
+        norm_num_groups: int = 8,
+        add_attention: bool = True,
+        time_scale: float = 1000.0,
+        unet: nn.Module | None = None,
+    ) -> None:
+        super().__init__()
+        try:
+            from diffusers import UNet2DModel
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "ScoreUNet needs diffusers: pip install 'score-anisotropy[unet]'"
+            ) from exc
+        self.dim = check_int("dim", dim, low=1)
+        self.side = _side(dim)
+        self.time_scale = float(time_scale)
+        if unet is None:
+            levels = len(block_out_channels)
+            if levels < 1 or self.side % (2 ** (levels - 1)):
+                raise ValueError(
+                    f"the image side {self.side} must be divisible by 2**(levels - 1) = "
+                    f"{2 ** (levels - 1)} for block_out_channels={block_out_channels}"
+                )
+            for c in block_out_channels:
+                if check_int("block_out_channels entry", c, low=1) % norm_num_groups:
+                    raise ValueError(
+                        f"norm_num_groups={norm_num_groups} must divide every entry of "
+                        f"block_out_channels={block_out_channels}"
+                    )
+            unet = UNet2DModel(
+                sample_size=self.side,
+                in_channels=1,
+                out_channels=1,
+                layers_per_block=check_int("layers_per_block", layers_per_block, low=1),
+                block_out_channels=tuple(block_out_channels),
+                down_block_types=("DownBlock2D",) * levels,
+                up_block_types=("UpBlock2D",) * levels,
+                norm_num_groups=norm_num_groups,
+                add_attention=bool(add_attention),
+            )
+        elif not isinstance(unet, UNet2DModel):
+            raise TypeError(f"unet must be a diffusers UNet2DModel, got {type(unet).__name__}")
+        cfg = unet.config
+        if cfg.in_channels != 1 or cfg.out_channels != 1 or cfg.sample_size != self.side:
+            raise ValueError(
+                "unet must have in_channels = out_channels = 1 and sample_size = "
+                f"{self.side}, got {cfg.in_channels}, {cfg.out_channels}, {cfg.sample_size}"
+            )
+        self.unet = unet
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Predict the noise; ``x`` (B, D), ``t`` (B,) -> (B, D)."""
+        b = x.shape[0]
+        img = x.reshape(b, 1, self.side, self.side)
+        out = self.unet(img, t.to(x.dtype) * self.time_scale).sample
         return out.reshape(b, self.dim)
 
 
