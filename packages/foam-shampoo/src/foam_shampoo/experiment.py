@@ -77,7 +77,7 @@ def _config(ctx: RunContext) -> dict[str, Any]:
     }
 
 
-def _data(pool: int) -> dict[str, Any]:
+def _data(pool: int, device: str = "cpu") -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
     from icml26_core.datasets import load_mnist
@@ -90,7 +90,8 @@ def _data(pool: int) -> dict[str, Any]:
     Xt = Xt.reshape(len(y), -1)
     Xt = Xt - Xt[:4000].mean(0)  # centred on the training images' mean (not scaled)
     yt = torch.as_tensor(y[perm], dtype=torch.long)
-    return {"Xtr": Xt[:4000], "ytr": yt[:4000], "Xte": Xt[4000:], "yte": yt[4000:]}
+    out = {"Xtr": Xt[:4000], "ytr": yt[:4000], "Xte": Xt[4000:], "yte": yt[4000:]}
+    return {k: v.to(device) for k, v in out.items()}
 
 
 def _mlp(d_in: int, hidden: tuple[int, ...], seed: int) -> Any:
@@ -183,9 +184,14 @@ def _train(
     import torch
     import torch.nn.functional as F
 
-    model = _mlp(data["Xtr"].shape[1], cfg["hidden"], seed)
     Xtr, ytr = data["Xtr"], data["ytr"]
-    gen = torch.Generator().manual_seed(10_000 + seed)
+    dev = Xtr.device
+    model = _mlp(Xtr.shape[1], cfg["hidden"], seed).to(dev)
+    gen = torch.Generator().manual_seed(10_000 + seed)  # on the CPU: same batches anywhere
+
+    def sync() -> None:  # honest times on an accelerator
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
 
     def full_loss() -> float:
         with torch.no_grad():
@@ -196,7 +202,8 @@ def _train(
     elapsed, diverged = 0.0, False
     opt = make(model.parameters(), lr) if make is not None else None
     for step in range(1, cfg["steps"] + 1 if opt is not None else 1):
-        idx = torch.randint(0, len(ytr), (cfg["batch"],), generator=gen)
+        idx = torch.randint(0, len(ytr), (cfg["batch"],), generator=gen).to(dev)
+        sync()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(Xtr[idx]), ytr[idx])
@@ -204,11 +211,13 @@ def _train(
         try:
             opt.step()
         except RuntimeError:  # a peer's SVD/eigh on non-finite statistics: a divergence
+            sync()
             elapsed += time.perf_counter() - t0
             curve_t.append(elapsed)
             curve_loss.append(math.inf)
             diverged = True
             break
+        sync()
         elapsed += time.perf_counter() - t0
         if step % cfg["eval_every"] == 0 or step == cfg["steps"]:
             cur = full_loss()
@@ -542,7 +551,7 @@ def run(ctx: RunContext) -> Result:
 
 def _run(ctx: RunContext) -> Result:
     cfg = _config(ctx)
-    data = _data(cfg["pool"])
+    data = _data(cfg["pool"], ctx.device)
     methods = _methods()
     notes: list[str] = []
 
