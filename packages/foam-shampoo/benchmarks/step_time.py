@@ -1,5 +1,6 @@
 """Time per step of FOAM against our Shampoo f=1 and f=10, pytorch_optimizer's Shampoo
-(f=1) and SOAP (f=10), on one square weight matrix of side n (so both factors are n x n).
+(f=1) and SOAP (f=10), and heavyball's SOAP (f=10, compile off), on one square weight
+matrix of side n (so both factors are n x n).
 
 Gradients are a fixed stream ``G_t = A Z_t B`` (Z_t Gaussian, A and B fixed with a
 decaying spectrum), so the statistics settle as in training. Each optimizer first takes
@@ -23,8 +24,17 @@ from icml26_core.stats import ratio_of_medians
 
 
 def methods():
+    import heavyball
+    import heavyball.utils
     from pytorch_optimizer import SOAP
     from pytorch_optimizer import Shampoo as POShampoo
+
+    heavyball.utils.compile_mode = None  # compiling autotunes for minutes on CPU
+
+    def hb_soap(p):
+        return heavyball.SOAP(
+            p, lr=1e-3, precondition_frequency=10, use_precond_schedule=False, weight_decay=0.0
+        )
 
     return {
         "FOAM": lambda p: FOAM(p, lr=1e-3),
@@ -32,6 +42,7 @@ def methods():
         "Shampoo f=10 (ours)": lambda p: Shampoo(p, lr=1e-3, precondition_frequency=10),
         "pytorch_optimizer Shampoo f=1": lambda p: POShampoo(p, lr=1e-3, momentum=0.9),
         "pytorch_optimizer SOAP f=10": lambda p: SOAP(p, lr=1e-3, weight_decay=0.0),
+        "heavyball SOAP f=10": hb_soap,
     }
 
 

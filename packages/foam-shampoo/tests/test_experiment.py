@@ -37,3 +37,39 @@ def test_a_peer_that_raises_counts_as_diverged():
     cfg = {"hidden": (8,), "steps": 4, "batch": 16, "eval_every": 2}
     r = experiment._train(lambda p, lr: Broken(p, lr=lr), 0.1, 0, experiment._data(4), cfg)
     assert r["diverged"] and math.isinf(r["final"])
+
+
+def test_task_b_full_scale_is_the_issues_and_its_code_path_runs_at_toy_size(monkeypatch):
+    # most of this test's ~20 s of CPU is importing transformers; the toy runs take ~2 s
+    monkeypatch.setattr(experiment, "LM_LR_GRID", (1e-3, 3e-3))  # a 2-point grid: cheaper
+    full = experiment._lm_config("full")
+    assert full["size"] == "30M" and full["steps"] == 5000 and full["overrides"] == {}
+    assert full["tune"]  # full scale tunes each method's lr on the validation seed
+    assert experiment._lm_config("default")["size"] == "1M"
+    # the same code path (tuning included), with the model shrunk and 2 steps
+    cfg = {**full, "overrides": experiment.TINY_LLAMA, "steps": 2, "batch": 2, "seq_len": 8}
+    cfg.update(eval_every=1, eval_batches=1, seeds=1)
+    table, data = experiment._run_lm(cfg, {}, 0.1, 0.1, lambda it, desc: it)
+    names = [row["method"] for row in table.rows]
+    assert names == [*experiment.LM_METHODS, "floor: no step"]
+    assert set(data["tuning"]) == set(experiment.LM_METHODS)
+    assert all(lr in (1e-3, 3e-3) for lr in data["lr"].values())
+    # 256 x 16 embedding, 4 attention and 3 MLP matrices: 8 matrices, 16 factors per step
+    assert data["eighs"]["Shampoo f=1"] == [2 * 16]
+    assert data["final"]["floor: no step"][0] > 0 and math.isfinite(data["final"]["FOAM"][0])
+
+
+def test_sweep_picks_by_its_rule_on_validation_seeds():
+    cfg = {"hidden": (8,), "steps": 6, "batch": 16, "eval_every": 2}
+    tau, c, table, data = experiment._sweep(1e-3, experiment._data(4), cfg, lambda it, d: it)
+    assert (tau, c) in {(t, cc) for t in experiment.SWEEP_TAUS for cc in experiment.SWEEP_CS}
+    assert len(table.rows) == len(experiment.SWEEP_TAUS) * len(experiment.SWEEP_CS)
+    assert [row["chosen"] for row in table.rows].count("yes") == 1
+    rows = data["rows"]
+    ok = {
+        k: v
+        for k, v in rows.items()
+        if v["time"] is not None and v["final"] <= 1.02 * data["f=1 final"]
+    }
+    best = min(ok, key=lambda k: ok[k]["time"]) if ok else min(rows, key=lambda k: rows[k]["final"])
+    assert best == f"tau={tau:g} c={c:g}"
