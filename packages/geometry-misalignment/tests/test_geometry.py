@@ -104,3 +104,25 @@ def test_misalignment_bad_input():
         misalignment(lambda x: x, torch.ones(4, 3))
     with pytest.raises(TypeError, match="params"):
         misalignment(lin, torch.ones(4, 3), params=lin.weight)  # a tensor, not a list
+
+
+def test_bad_seed_model_and_solver_arguments_name_the_argument():
+    lin = torch.nn.Linear(3, 2)
+    x = torch.ones(4, 3)
+    with pytest.raises(TypeError, match="seed"):
+        misalignment(lin, x, seed="a")  # was int()'s message, naming no argument
+    with pytest.raises(TypeError, match="seed"):
+        misalignment(lin, x, seed=1.7)  # was silently truncated to 1
+    with pytest.raises(TypeError, match="model"):
+        misalignment("abc", x, params=list(lin.parameters()))
+    A = torch.eye(3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="b must be a 1-D"):
+        conjugate_gradient(lambda v: A @ v, torch.ones(3, 2, dtype=torch.float64))
+    with pytest.raises(TypeError, match="b must be"):
+        conjugate_gradient(lambda v: A @ v, [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="max_iter"):
+        conjugate_gradient(lambda v: A @ v, torch.ones(3, dtype=torch.float64), max_iter=-1)
+    with pytest.raises(ValueError, match="rtol"):
+        conjugate_gradient(lambda v: A @ v, torch.ones(3, dtype=torch.float64), rtol=-1.0)
+    with pytest.raises(ValueError, match="matvec"):
+        lanczos_extremes(lambda v: v[:2], 3)  # was a size error from inside torch

@@ -115,7 +115,19 @@ class MetricOperator:
 
 
 def metric_matrix(outputs: Tensor, params: Sequence[Tensor]) -> Tensor:
-    """The dense G (``dim x dim``, float64), from ``dim`` products: for small models and tests."""
+    """The dense G (``dim x dim``, float64), from ``dim`` products: for small models and tests.
+
+    Args:
+        outputs: ``T_theta(x)``, shape ``(n, ...)``, with its autograd graph to ``params``.
+        params: The parameters G is taken over (a sequence, not a single tensor).
+
+    Returns:
+        ``G`` of shape ``(dim, dim)``, float64, with ``dim`` the total number of
+        trainable parameter entries, on ``outputs.device``.
+
+    Raises:
+        TypeError, ValueError: As :class:`MetricOperator`.
+    """
     op = MetricOperator(outputs, params)
     eye = torch.eye(op.dim, dtype=torch.float64, device=outputs.device)
     return torch.stack([op.matvec(e) for e in eye], dim=1)
@@ -147,6 +159,10 @@ def lanczos_extremes(
 
     Returns:
         ``(lmax, lmin)``; ``(0.0, 0.0)`` for the zero operator.
+
+    Raises:
+        TypeError, ValueError: On a non-integer or non-positive ``dim`` or ``n_iter``,
+            a negative ``rtol``, or a ``matvec`` whose result is not of shape ``(dim,)``.
     """
     dim = check_int("dim", dim, low=1)
     n_iter = min(check_int("n_iter", n_iter, low=1), dim)
@@ -157,7 +173,11 @@ def lanczos_extremes(
     alphas: list[float] = []
     betas: list[float] = []
     for k in range(n_iter):
-        w = matvec(basis[-1]).to(torch.float64)
+        w = matvec(basis[-1])
+        if not isinstance(w, Tensor) or w.shape != (dim,):
+            got = tuple(w.shape) if isinstance(w, Tensor) else type(w).__name__
+            raise ValueError(f"matvec must return a vector of shape ({dim},) (dim), got {got}")
+        w = w.to(torch.float64)
         alpha = float(w @ basis[-1])
         alphas.append(alpha)
         Q = torch.stack(basis, dim=1)
@@ -207,7 +227,8 @@ def misalignment(
 
     Raises:
         TypeError, ValueError: On a non-tensor, empty or non-finite ``x``, a model
-            without trainable parameters, ``params`` given as a single tensor, or outputs
+            that is not callable, a non-integer ``seed``, a model without trainable
+            parameters, ``params`` given as a single tensor, or outputs
             that do not depend on ``params``. Errors of ``model(x)`` itself (a wrong
             input shape or dtype) come from the model (torch's ``RuntimeError``).
     """
@@ -217,6 +238,9 @@ def misalignment(
         raise ValueError(f"x must have a non-empty sample dimension, got {tuple(x.shape)}")
     if x.is_floating_point() and not bool(torch.isfinite(x).all()):
         raise ValueError("x contains NaN or inf")
+    if not callable(model):
+        raise TypeError(f"model must be callable (the map T_theta), got {type(model).__name__}")
+    seed = check_int("seed", seed)
     if isinstance(params, Tensor):
         raise TypeError("params must be a sequence of tensors, not a single tensor: pass [p]")
     if params is None:
@@ -225,7 +249,7 @@ def misalignment(
         params = list(model.parameters())
     with torch.enable_grad():
         op = MetricOperator(model(x), list(params))
-        gen = torch.Generator().manual_seed(int(seed))
+        gen = torch.Generator().manual_seed(seed)
         lmax, lmin = lanczos_extremes(
             op.matvec, op.dim, n_iter, rtol=rtol, generator=gen, device=x.device
         )

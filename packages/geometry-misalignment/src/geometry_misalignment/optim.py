@@ -46,7 +46,20 @@ def conjugate_gradient(
 
     Returns:
         ``(s, iterations, relative residual)``; ``s`` has ``b``'s shape and dtype.
+
+    Raises:
+        TypeError: If ``b`` is not a floating tensor.
+        ValueError: If ``b`` is not 1-D or not finite, ``max_iter < 1`` or ``rtol < 0``.
     """
+    if not isinstance(b, Tensor) or not b.is_floating_point():
+        got = b.dtype if isinstance(b, Tensor) else type(b).__name__
+        raise TypeError(f"b must be a floating torch.Tensor, got {got}")
+    if b.dim() != 1:
+        raise ValueError(f"b must be a 1-D tensor, got shape {tuple(b.shape)}")
+    if not bool(torch.isfinite(b).all()):
+        raise ValueError("b contains NaN or inf")
+    max_iter = check_int("max_iter", max_iter, low=1)
+    rtol = check_float("rtol", rtol, low=0.0)
     s = torch.zeros_like(b)
     r = b.clone()
     d = r.clone()

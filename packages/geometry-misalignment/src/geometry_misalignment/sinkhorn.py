@@ -27,6 +27,9 @@ def _check_cloud(name: str, value: Any, *, batched: bool = False) -> Tensor:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if not value.is_floating_point():
         raise TypeError(f"{name} must have a floating dtype, got {value.dtype}")
+    if value.dtype == torch.float16:
+        # geomloss's epsilon-scaling overflows half precision (a RuntimeError deep inside it)
+        raise TypeError(f"{name} must be float32, float64 or bfloat16, got torch.float16")
     want = 3 if batched else 2
     if value.dim() != want:
         shape = "(batch, n, d)" if batched else "(n, d)"
@@ -70,7 +73,8 @@ def sinkhorn_divergence(
     """Debiased Sinkhorn divergence between two uniform point clouds.
 
     Args:
-        x: Source points, shape ``(n, d)``, floating dtype; gradients flow to it.
+        x: Source points, shape ``(n, d)``, float32, float64 or bfloat16; gradients
+            flow to it.
         y: Target points, shape ``(m, d)``, same dtype and device as ``x``.
         blur: Length scale of the entropic blur, > 0, in the units of the points;
             the regularization is ``eps = blur ** p``.
@@ -83,7 +87,8 @@ def sinkhorn_divergence(
         cost units (squared distance / 2 for ``p = 2``).
 
     Raises:
-        TypeError: If ``x`` or ``y`` is not a floating tensor.
+        TypeError: If ``x`` or ``y`` is not a floating tensor, or is float16 (which
+            geomloss's epsilon-scaling overflows; float32, float64 and bfloat16 work).
         ValueError: On a wrong shape, an empty cloud, NaN/inf, a dimension mismatch,
             ``blur <= 0``, ``p`` not in {1, 2} or ``scaling`` outside (0, 1).
 
