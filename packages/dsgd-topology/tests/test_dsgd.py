@@ -161,6 +161,11 @@ def test_state_dict_round_trip():
     assert opt2.t == 1
     assert opt2.param_groups[0]["momentum"] == pytest.approx(0.9)
     assert len(opt2.optimizer.state) == len(opt.optimizer.state)
+    with pytest.raises(ValueError, match="state_dict must be"):
+        opt2.load_state_dict(opt.optimizer.state_dict())  # the inner optimizer's own
+    with pytest.raises(ValueError, match="t must be"):
+        opt2.load_state_dict({**sd, "t": -1})
+    assert opt2.t == 1
 
 
 def test_lr_scheduler_drives_the_wrapped_optimizer():

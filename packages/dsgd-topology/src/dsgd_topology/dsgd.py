@@ -302,10 +302,24 @@ class DecentralizedSGD(torch.optim.Optimizer):
         return {"optimizer": self.optimizer.state_dict(), "t": self.t, "order": self.order}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` output."""
+        """Restore :meth:`state_dict` output.
+
+        Raises:
+            ValueError: If ``state_dict`` is not a dict with an ``"optimizer"`` entry
+                (e.g. the wrapped optimizer's own state dict), or its ``t`` or
+                ``order`` is invalid; nothing is changed then.
+        """
+        if not isinstance(state_dict, dict) or "optimizer" not in state_dict:
+            keys = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict)
+            raise ValueError(
+                "state_dict must be DecentralizedSGD.state_dict() output, a dict with "
+                f"'optimizer', 't' and 'order'; got {keys} (to restore the wrapped "
+                "optimizer alone, call opt.optimizer.load_state_dict)"
+            )
+        t = check_int("t", state_dict.get("t", 0), low=0)
+        order = check_choice("order", state_dict.get("order", self.order), ORDERS)
         self.optimizer.load_state_dict(state_dict["optimizer"])
-        self.t = check_int("t", state_dict.get("t", 0), low=0)
-        self.order = check_choice("order", state_dict.get("order", self.order), ORDERS)
+        self.t, self.order = t, order
 
     def __repr__(self) -> str:
         return (
