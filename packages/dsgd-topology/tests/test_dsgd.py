@@ -161,6 +161,11 @@ def test_state_dict_round_trip():
     assert opt2.t == 1
     assert opt2.param_groups[0]["momentum"] == pytest.approx(0.9)
     assert len(opt2.optimizer.state) == len(opt.optimizer.state)
+    with pytest.raises(ValueError, match="state_dict must be"):
+        opt2.load_state_dict(opt.optimizer.state_dict())  # the inner optimizer's own
+    with pytest.raises(ValueError, match="t must be"):
+        opt2.load_state_dict({**sd, "t": -1})
+    assert opt2.t == 1
 
 
 def test_lr_scheduler_drives_the_wrapped_optimizer():
@@ -177,3 +182,16 @@ def test_lr_scheduler_drives_the_wrapped_optimizer():
     opt.step()
     sched.step()
     assert opt.optimizer.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
+def test_bad_stack_types_raise_a_clear_error():
+    opt = SimulatedDSGD(mixing_schedule("ring", 4), lr=0.1)
+    with pytest.raises(TypeError, match="X must be a numpy array or a torch tensor"):
+        opt.step([[0.0, 0.0]] * 4, [[0.0, 0.0]] * 4)
+    with pytest.raises(TypeError, match="same library"):
+        opt.step(torch.zeros(4, 2), np.ones((4, 2)))
+    with pytest.raises(TypeError, match="X must be"):
+        opt.consensus_error([[0.0, 0.0]] * 4)
+    with pytest.raises(TypeError, match="mixing_schedule"):
+        SimulatedDSGD("ring", lr=0.1)
+    assert opt.t == 0

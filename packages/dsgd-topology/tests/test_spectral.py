@@ -184,3 +184,15 @@ def test_schedule_profile_bad_input():
         schedule_profile(lambda t: np.eye(2))
     with pytest.raises(ValueError, match="order"):
         schedule_profile(mixing_schedule("ring", 4), order="both")
+
+
+def test_bad_argument_types_and_recursion_limits_raise_early():
+    W = mixing_schedule("ring", 16).W
+    with pytest.raises(TypeError, match="mixing_schedule"):
+        spectral_profile("ring")
+    with pytest.raises(TypeError, match="zeta"):
+        spectral_profile(W, zeta="abc")
+    with pytest.raises(ValueError, match="tol"):
+        schedule_profile(mixing_schedule("ring", 16), tol=-1.0)
+    with pytest.raises(ValueError, match="max_rounds"):
+        schedule_profile(mixing_schedule("ring", 16), max_rounds=0)

@@ -37,11 +37,24 @@ ORDERS = ("atc", "cta")
 def _schedule(topology: Any, name: str = "topology") -> MixingSchedule:
     if isinstance(topology, MixingSchedule):
         return topology
+    if isinstance(topology, str):
+        raise TypeError(
+            f"{name} must be a mixing matrix or a MixingSchedule, got the string "
+            f"{topology!r}: use mixing_schedule({topology!r}, n)"
+        )
     if callable(topology):
         raise TypeError(
             f"{name}: wrap a function t -> W_t as MixingSchedule(fn, n=n), or pass a matrix"
         )
     return MixingSchedule(topology)
+
+
+def _check_stack(name: str, X: Any) -> None:
+    if not isinstance(X, np.ndarray | torch.Tensor):
+        raise TypeError(
+            f"{name} must be a numpy array or a torch tensor stacked on dimension 0, got "
+            f"{type(X).__name__}"
+        )
 
 
 class SimulatedDSGD:
@@ -66,6 +79,8 @@ class SimulatedDSGD:
         t: Rounds done.
 
     Raises:
+        TypeError: If ``topology`` is a string (use ``mixing_schedule(name, n)``) or a
+            bare function (wrap it in ``MixingSchedule(fn, n=n)``).
         ValueError: If the matrix is invalid, ``lr`` is not positive, ``order`` unknown.
 
     Example:
@@ -109,8 +124,17 @@ class SimulatedDSGD:
             The next stacked iterate, same shape, library and dtype as ``X``.
 
         Raises:
+            TypeError: If ``X`` or ``G`` is not a numpy array or torch tensor, or one is
+                numpy and the other torch.
             ValueError: If the shapes differ or ``X`` does not have ``n`` rows.
         """
+        _check_stack("X", X)
+        _check_stack("G", G)
+        if isinstance(X, torch.Tensor) != isinstance(G, torch.Tensor):
+            raise TypeError(
+                f"X and G must be of the same library, got {type(X).__name__} and "
+                f"{type(G).__name__}"
+            )
         if tuple(X.shape) != tuple(G.shape):
             raise ValueError(
                 f"X and G must have the same shape, got {tuple(X.shape)} and {tuple(G.shape)}"
@@ -123,11 +147,23 @@ class SimulatedDSGD:
         return out
 
     def consensus_error(self, X: Any) -> float:
-        """``(1/n) sum_i ||x_i - x_bar||^2``."""
+        """``(1/n) sum_i ||x_i - x_bar||^2`` of the stacked iterates ``X`` (n, ...).
+
+        Raises:
+            TypeError: If ``X`` is not a numpy array or torch tensor.
+            ValueError: If ``X`` does not have ``n`` rows.
+        """
+        _check_stack("X", X)
         return self.network.consensus_error(X)
 
     def average(self, X: Any) -> Any:
-        """The averaged model ``x_bar``."""
+        """The averaged model ``x_bar`` (shape ``X.shape[1:]``) of the stacked ``X`` (n, ...).
+
+        Raises:
+            TypeError: If ``X`` is not a numpy array or torch tensor.
+            ValueError: If ``X`` does not have ``n`` rows.
+        """
+        _check_stack("X", X)
         return self.network.average(X)
 
     def __repr__(self) -> str:
@@ -266,10 +302,24 @@ class DecentralizedSGD(torch.optim.Optimizer):
         return {"optimizer": self.optimizer.state_dict(), "t": self.t, "order": self.order}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` output."""
+        """Restore :meth:`state_dict` output.
+
+        Raises:
+            ValueError: If ``state_dict`` is not a dict with an ``"optimizer"`` entry
+                (e.g. the wrapped optimizer's own state dict), or its ``t`` or
+                ``order`` is invalid; nothing is changed then.
+        """
+        if not isinstance(state_dict, dict) or "optimizer" not in state_dict:
+            keys = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict)
+            raise ValueError(
+                "state_dict must be DecentralizedSGD.state_dict() output, a dict with "
+                f"'optimizer', 't' and 'order'; got {keys} (to restore the wrapped "
+                "optimizer alone, call opt.optimizer.load_state_dict)"
+            )
+        t = check_int("t", state_dict.get("t", 0), low=0)
+        order = check_choice("order", state_dict.get("order", self.order), ORDERS)
         self.optimizer.load_state_dict(state_dict["optimizer"])
-        self.t = check_int("t", state_dict.get("t", 0), low=0)
-        self.order = check_choice("order", state_dict.get("order", self.order), ORDERS)
+        self.t, self.order = t, order
 
     def __repr__(self) -> str:
         return (

@@ -17,8 +17,9 @@ second moment gives:
 
   ``Xi_hom = eta^2 sigma^2 * (1/n) sum_{k>=2} lambda_k^2 / (1 - lambda_k^2)``,
 
-  a *mean over every eigenvalue*: a graph with one slow mode and many fast ones (the
-  star) pays for one mode; a ring pays for many moderately slow ones.
+  a *mean over every eigenvalue*: the star (Metropolis weights, n = 16) has the ring's
+  gap but fourteen slow modes at 15/16, and pays for all of them; the ring pays for a
+  few slow modes and many fast ones.
 - **heterogeneous** (deterministic bias, projected ``zeta_k = u_k^T Z``): the fixed
   point ``c_k = -eta lambda_k zeta_k / (1 - lambda_k)`` gives
 
@@ -63,7 +64,12 @@ ORDERS = ("atc", "cta")
 def _as_zeta(zeta: Any, n: int) -> np.ndarray:
     if hasattr(zeta, "detach"):
         zeta = zeta.detach().cpu().numpy()
-    Z = np.array(zeta, dtype=np.float64, copy=True)
+    try:
+        Z = np.array(zeta, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"zeta must be a numeric array (n, ...), got {type(zeta).__name__}: {e}"
+        ) from None
     if Z.ndim == 1:
         Z = Z[:, None]
     if Z.ndim < 2 or Z.shape[0] != n:
@@ -158,6 +164,14 @@ class SpectralProfile:
         return noise + bias
 
 
+def _not_a_name(W: Any, name: str) -> None:
+    if isinstance(W, str):
+        raise TypeError(
+            f"{name} must be a mixing matrix, got the string {W!r}: use "
+            f"mixing_schedule({W!r}, n).W (or the schedule itself for schedule_profile)"
+        )
+
+
 def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> SpectralProfile:
     """Spectral gap, the all-eigenvalue quantity and the heterogeneous quantity of ``W``.
 
@@ -174,10 +188,13 @@ def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> Spectr
         A :class:`SpectralProfile`.
 
     Raises:
+        TypeError: If ``W`` is a topology name (use ``mixing_schedule(name, n).W``) or
+            ``zeta`` is not numeric.
         ValueError: If ``W`` is not square, has negative weights, is not doubly
-            stochastic, not symmetric (the eigen-decomposition needs it) or
+            stochastic to ``atol``, not symmetric (the eigen-decomposition needs it) or
             disconnected; if ``zeta`` has the wrong number of rows or non-finite
-            entries.
+            entries. A float32 ``W`` (rows sum to 1 only to about 1e-7) needs a larger
+            ``atol``, e.g. ``atol=1e-6``.
 
     Example:
         >>> from dsgd_topology import mixing_matrix, topology
@@ -185,6 +202,8 @@ def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> Spectr
         >>> round(p.inverse_gap, 2), round(p.all_eigenvalue, 3)
         (19.71, 1.472)
     """
+    _not_a_name(W, "W")
+    atol = check_float("atol", atol, low=0.0, low_inclusive=False)
     M = check_mixing_matrix(W, symmetric=True, connected=True, atol=atol, name="W")
     n = M.shape[0]
     vals, vecs = np.linalg.eigh(0.5 * (M + M.T))
@@ -323,9 +342,12 @@ def schedule_profile(
         A :class:`ScheduleProfile`.
 
     Raises:
-        ValueError: If a ``W_t`` is not doubly stochastic or has negative weights, the
-            product over a period does not contract (the union graph is disconnected),
-            no period is found, or the recursion does not converge in ``max_rounds``.
+        TypeError: If ``schedule`` is a topology name (use ``mixing_schedule(name, n)``).
+        ValueError: If ``tol`` is not positive, ``max_rounds`` < 1, ``period`` < 1,
+            ``eta_mu`` outside [0, 1), a ``W_t`` is not doubly stochastic or has
+            negative weights, the product over a period does not contract (the union
+            graph is disconnected), no period is found, or the recursion does not
+            converge in ``max_rounds``.
 
     Example:
         >>> from dsgd_topology import mixing_schedule
@@ -337,6 +359,9 @@ def schedule_profile(
 
     check_choice("order", order, ORDERS)
     eta_mu = check_float("eta_mu", eta_mu, low=0.0, high=1.0, high_inclusive=False)
+    tol = check_float("tol", tol, low=0.0, low_inclusive=False)
+    max_rounds = check_int("max_rounds", max_rounds, low=1)
+    _not_a_name(schedule, "schedule")
     if hasattr(schedule, "static") and schedule.static:
         mats = [check_mixing_matrix(schedule.W, symmetric=False, name="schedule")]
     elif callable(schedule):
