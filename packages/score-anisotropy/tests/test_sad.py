@@ -219,3 +219,22 @@ def test_bad_kernel_inputs_and_seeds_raise_naming_the_argument():
         sa.dct_frequency([["a"]])
     with pytest.raises(ValueError, match="directions has a zero"):
         sa.per_direction_wasserstein(np.ones((3, 4)), np.ones((3, 4)), np.zeros((4, 1)))
+
+
+def test_spectral_stats_chunk_and_foreign_d_errors_name_the_argument():
+    # review: an empty spectrum gave numpy's "zero-size array" error, chunk=0 was taken as
+    # None, and w2_exact's D mismatch spoke of "the model's D" (it has no model)
+    with pytest.raises(ValueError, match=r"eigenvalues must have shape"):
+        sa.spectral_stats(np.array([]))
+    with pytest.raises(ValueError, match="eigenvalues contains NaN"):
+        sa.spectral_stats(np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="no positive entry"):
+        sa.spectral_stats(np.zeros(3))
+    assert sa.spectral_stats(np.array([2.0, 0.0])) == (2.0, 1.0)
+    m = sa.ScoreMLP(16, width=8)
+    with pytest.raises(ValueError, match="chunk must be an integer >= 1"):
+        sa.sad(m, np.zeros((10, 16)), n_inputs=2, chunk=0)
+    with pytest.raises(ValueError, match=r"B has D = 3 columns, expected 2 \(the D of A\)"):
+        sa.w2_exact(np.zeros((4, 2)), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match=r"expected 2 \(the D of gen\)"):
+        sa.sliced_w2(np.zeros((4, 2)), np.zeros((4, 3)), np.eye(2))

@@ -161,7 +161,7 @@ def w2_exact(A: np.ndarray, B: np.ndarray) -> float:
     from scipy.optimize import linear_sum_assignment
 
     A = _check_data(A, None, "A")
-    B = _check_data(B, A.shape[1], "B")
+    B = _check_data(B, A.shape[1], "B", " (the D of A)")
     if A.shape[0] != B.shape[0]:
         raise ValueError(f"A and B need equal sizes, got {A.shape[0]} and {B.shape[0]}")
     C = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2 * A @ B.T
@@ -200,7 +200,7 @@ def per_direction_wasserstein(
     from scipy.stats import wasserstein_distance
 
     G = _check_data(gen, None, "gen")
-    T = _check_data(test, G.shape[1], "test")
+    T = _check_data(test, G.shape[1], "test", " (the D of gen)")
     U = _directions(directions, G.shape[1])
     PG, PT = G @ U, T @ U
     return np.array([wasserstein_distance(PG[:, j], PT[:, j]) for j in range(U.shape[1])])
@@ -224,7 +224,7 @@ def sliced_w2(gen: np.ndarray, test: np.ndarray, directions: np.ndarray) -> floa
         ValueError: As :func:`per_direction_wasserstein`.
     """
     G = _check_data(gen, None, "gen")
-    T = _check_data(test, G.shape[1], "test")
+    T = _check_data(test, G.shape[1], "test", " (the D of gen)")
     U = _directions(directions, G.shape[1])
     q = (np.arange(max(len(G), len(T))) + 0.5) / max(len(G), len(T))
     QG = np.quantile(G @ U, q, axis=0, method="inverted_cdf")

@@ -47,6 +47,13 @@ class ScoreMLP(nn.Module):
         dim: Data dimension D.
         width: Hidden width (256 in the issue's prototype).
         depth: Number of hidden layers (2).
+
+    Called as ``model(x, t)`` with ``x`` of shape ``(B, D)`` and ``t`` of shape ``(B,)``
+    in ``(0, 1]``, both of the parameters' dtype; returns the predicted noise ``(B, D)``.
+
+    Raises:
+        TypeError: If ``dim``, ``width`` or ``depth`` is not an integer.
+        ValueError: If any of them is below 1.
     """
 
     def __init__(self, dim: int, width: int = 256, depth: int = 2) -> None:
@@ -77,6 +84,14 @@ class ScoreCNN(nn.Module):
         kernel: Odd kernel size (3).
         depth: Number of convolutions (3).
         padding_mode: ``"zeros"`` or ``"circular"`` (translation-equivariant on the torus).
+
+    Called as ``model(x, t)`` with ``x`` of shape ``(B, D)`` and ``t`` of shape ``(B,)``
+    in ``(0, 1]``, both of the parameters' dtype; returns the predicted noise ``(B, D)``.
+
+    Raises:
+        TypeError: If ``dim``, ``channels``, ``kernel`` or ``depth`` is not an integer.
+        ValueError: If ``dim`` is not a square, ``kernel`` is even, ``depth`` < 2,
+            another size is below 1, or ``padding_mode`` is unknown.
     """
 
     def __init__(
@@ -146,6 +161,14 @@ class ScoreViT(nn.Module):
         width: Token width (64).
         depth: Number of transformer blocks (2).
         heads: Attention heads (4; divides ``width``).
+
+    Called as ``model(x, t)`` with ``x`` of shape ``(B, D)`` and ``t`` of shape ``(B,)``
+    in ``(0, 1]``, both of the parameters' dtype; returns the predicted noise ``(B, D)``.
+
+    Raises:
+        TypeError: If a size is not an integer.
+        ValueError: If ``dim`` is not a square, ``patch`` does not divide its side,
+            ``heads`` does not divide ``width``, or a size is below 1.
     """
 
     def __init__(

@@ -184,8 +184,32 @@ def ntk_matvec(
 
 
 def spectral_stats(eigenvalues: np.ndarray) -> tuple[float, float]:
-    """``(lambda_max / mean lambda, (sum lambda)^2 / sum lambda^2)`` of a full spectrum."""
-    lam = np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None)
+    """``(lambda_max / mean lambda, (sum lambda)^2 / sum lambda^2)`` of a full spectrum.
+
+    Args:
+        eigenvalues: All D eigenvalues of a PSD kernel, shape ``(D,)``; negative values
+            (rounding of a PSD matrix) are clipped to 0.
+
+    Returns:
+        ``(anisotropy, effective_rank)``.
+
+    Raises:
+        ValueError: If ``eigenvalues`` is not a non-empty 1-D array, is non-finite, or
+            has no positive entry.
+    """
+    try:
+        lam = np.asarray(eigenvalues, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"eigenvalues must be a 1-D numeric array, got {type(eigenvalues).__name__}"
+        ) from None
+    if lam.ndim != 1 or lam.size == 0:
+        raise ValueError(f"eigenvalues must have shape (D,) with D >= 1, got {lam.shape}")
+    if not np.isfinite(lam).all():
+        raise ValueError("eigenvalues contains NaN or inf")
+    lam = np.clip(lam, 0.0, None)
+    if not lam.max() > 0:
+        raise ValueError("eigenvalues has no positive entry (a zero kernel)")
     return float(lam.max() / lam.mean()), float(lam.sum() ** 2 / (lam**2).sum())
 
 
@@ -212,7 +236,9 @@ def _noisy_inputs(
     return xs.to(dtype=dtype, device=device), schedule.time(step).to(dtype=dtype, device=device)
 
 
-def _check_data(X: object, dim: int | None, name: str = "X") -> np.ndarray:
+def _check_data(
+    X: object, dim: int | None, name: str = "X", against: str = " (the model's D)"
+) -> np.ndarray:
     A = X.detach().cpu().numpy() if torch.is_tensor(X) else np.asarray(X)
     if A.ndim != 2 or A.shape[0] == 0:
         raise ValueError(f"{name} must have shape (n, D) with n >= 1, got {A.shape}")
@@ -221,7 +247,7 @@ def _check_data(X: object, dim: int | None, name: str = "X") -> np.ndarray:
     if not np.isfinite(A).all():
         raise ValueError(f"{name} contains NaN or inf")
     if dim is not None and A.shape[1] != dim:
-        raise ValueError(f"{name} has D = {A.shape[1]} columns but the model's D is {dim}")
+        raise ValueError(f"{name} has D = {A.shape[1]} columns, expected {dim}{against}")
     return A.astype(np.float64, copy=False)
 
 
@@ -330,6 +356,8 @@ def sad(
     n_inputs = check_int("n_inputs", n_inputs, low=1)
     seed = check_int("seed", seed, low=0)
     trace_probes = check_int("trace_probes", trace_probes, low=1)
+    if chunk is not None:
+        chunk = check_int("chunk", chunk, low=1)
     schedule = DDPMSchedule() if schedule is None else schedule
     if not isinstance(schedule, DDPMSchedule):
         raise TypeError(f"schedule must be a DDPMSchedule, got {type(schedule).__name__}")
@@ -389,7 +417,7 @@ def alignment(
     """
     if not isinstance(result, SADResult):
         raise TypeError(f"result must be a SADResult, got {type(result).__name__}")
-    A = _check_data(X, result.dim)
+    A = _check_data(X, result.dim, "X", " (the D of the SADs)")
     if A.shape[0] < 2:
         raise ValueError(f"X needs at least 2 rows for a covariance, got {A.shape[0]}")
     m = result.directions.shape[1]
