@@ -150,6 +150,10 @@ def test_bad_input_to_fit_and_track(trained):
         list(trained.track(5, torch.zeros(prob.dim)))
     with pytest.raises(TypeError, match="scenarios must be a Scenario or an iterable"):
         trained.fit(3, epochs=1)
+    with pytest.raises(TypeError, match=r"stream must yield \(t, batch\) pairs with a float t"):
+        list(trained.track([np.zeros(prob.dim)], torch.zeros(prob.dim)))
+    with pytest.raises(TypeError, match="whose batch has a grad"):
+        list(trained.track([(0.0, 3)], torch.zeros(prob.dim)))
 
 
 def test_scenario_dtype_must_match_the_follower(trained):

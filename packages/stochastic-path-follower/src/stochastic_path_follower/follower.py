@@ -283,7 +283,8 @@ class _LearnedTracker(nn.Module):
             (float32 unless the follower was cast).
 
         Raises:
-            TypeError: If ``x0`` is not a tensor or ``stream`` is not iterable.
+            TypeError: If ``x0`` is not a tensor, ``stream`` is not iterable, or it
+                yields something other than ``(t, batch)`` pairs.
             ValueError: On a non-finite ``x0``, a wrong shape, or times that do not increase.
         """
         if not isinstance(x0, torch.Tensor):
@@ -303,15 +304,27 @@ class _LearnedTracker(nn.Module):
         x = x[None] if flat else x
         state = None
         last_t = -math.inf
-        for t, batch in stream:
-            t = float(t)
+        for item in stream:
+            try:
+                t, batch = item
+                t = float(t)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"stream must yield (t, batch) pairs with a float t, got {type(item).__name__}"
+                    f" {item!r:.60}"
+                ) from None
+            if not isinstance(batch, Minibatch):
+                raise TypeError(
+                    f"stream must yield (t, batch) pairs whose batch has a grad(x) method, "
+                    f"got {type(batch).__name__}"
+                )
             if not t > last_t:
                 raise ValueError(f"stream times must increase strictly, got {t} after {last_t}")
             last_t = t
             if state is None:
                 try:
                     g0 = batch.grad(x)
-                except RuntimeError as e:
+                except (RuntimeError, TypeError, ValueError) as e:
                     raise ValueError(
                         f"x0 of shape {tuple(x.shape)} does not fit the batches: {e} "
                         f"(the follower computes in {self._dtype()}; batches of another "
