@@ -258,3 +258,7 @@ def test_optimizer_bad_input(trained):
     opt.step(closure, t=1.0)
     with pytest.raises(ValueError, match="t must increase"):
         opt.step(closure, t=1.0)
+    with pytest.raises(TypeError, match="t must be a real number"):
+        opt.step(closure, t="2")
+    with pytest.raises(ValueError, match="t must be a finite number"):
+        opt.step(closure, t=float("nan"))
