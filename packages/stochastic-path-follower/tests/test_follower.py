@@ -122,11 +122,20 @@ def test_lstm_optimizer_trains_and_saves(tmp_path):
         ({"features": "grad"}, TypeError, "sequence"),
         ({"residual_weight": -1.0}, ValueError, "residual_weight"),
         ({"time_scale": 0.0}, ValueError, "time_scale"),
+        ({"seed": 1.5}, TypeError, "seed must be an integer"),
+        ({"seed": "a"}, TypeError, "seed must be an integer"),
     ],
 )
 def test_bad_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
         StochasticPathFollower(**kwargs)
+
+
+def test_seed_is_checked_not_truncated():
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        LSTMOptimizer(seed=0.5)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        StochasticPathFollower(width=4).fit([_drift()], epochs=1, seed="0")
 
 
 def test_bad_input_to_fit_and_track(trained):

@@ -211,7 +211,8 @@ class _LearnedTracker(nn.Module):
         episodes = check_int("episodes", episodes, low=1)
         unroll = check_int("unroll", unroll, low=2)
         lr = check_float("lr", lr, low=0.0, low_inclusive=False)
-        gen = torch.Generator().manual_seed(int(seed))
+        seed = check_int("seed", seed)
+        gen = torch.Generator().manual_seed(seed)
         opt = torch.optim.Adam(self.parameters(), lr=lr)
         paths = [s.reference_path().to(self._dtype()) for s in scen]
         self.train()
@@ -376,6 +377,12 @@ class StochasticPathFollower(_LearnedTracker):
 
     Shapes: decisions and gradients are (B, d), float32 by default; any d.
 
+    Raises:
+        TypeError: If ``width`` or ``seed`` is not an integer, a float argument is not
+            a number, or ``features`` is a string.
+        ValueError: If ``width`` < 1, a float argument is out of its range or not
+            finite, or ``features`` lacks ``"grad"``, repeats or names an unknown one.
+
     Example:
         >>> import torch
         >>> from stochastic_path_follower import DriftingLeastSquares, StochasticPathFollower
@@ -405,6 +412,7 @@ class StochasticPathFollower(_LearnedTracker):
             "scale_decay", scale_decay, low=0.0, high=1.0, low_inclusive=False
         )
         eta = check_float("eta", eta, low=0.0, low_inclusive=False)
+        seed = check_int("seed", seed)
         self.config = {
             "width": width,
             "features": list(feats),
@@ -490,6 +498,11 @@ class LSTMOptimizer(_LearnedTracker):
         scale_decay: Rate of the running gradient scale, in (0, 1].
         eta: Initial learned SGD step, > 0.
         seed: Seed of the initial weights.
+
+    Raises:
+        TypeError: If ``hidden`` or ``seed`` is not an integer or a float argument is
+            not a number.
+        ValueError: If ``hidden`` < 1 or a float argument is out of its range.
     """
 
     def __init__(
@@ -501,6 +514,7 @@ class LSTMOptimizer(_LearnedTracker):
             "scale_decay", scale_decay, low=0.0, high=1.0, low_inclusive=False
         )
         eta = check_float("eta", eta, low=0.0, low_inclusive=False)
+        seed = check_int("seed", seed)
         self.config = {"hidden": hidden, "scale_decay": scale_decay, "eta": eta, "seed": int(seed)}
         self.scale_decay = scale_decay
         self.hidden = hidden

@@ -222,7 +222,11 @@ class DriftingLeastSquares:
         return 0.5 * (diff * diff).sum(-1) + 0.5 * self.m * self.noise**2
 
     def population_grad(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """``grad f_k(x) = x - x*_k`` (the normal equations ``E[A^T A] x = E[A^T y]``)."""
+        """``grad f_k(x) = x - x*_k`` (the normal equations ``E[A^T A] x = E[A^T y]``).
+
+        Raises:
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
         k = _check_step(k, len(self))
         _check_decisions(x, self.dim, x.dtype if isinstance(x, torch.Tensor) else self.dtype)
         return x - self.signal[k]
@@ -379,7 +383,12 @@ class DriftingLogistic:
         )
 
     def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,)."""
+        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,).
+
+        Raises:
+            TypeError: If ``x`` is not a tensor of the scenario's dtype.
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
         k = _check_step(k, len(self))
         _check_decisions(x, self.dim, self.dtype)
         data = self.features[int(self.state[k])]
@@ -387,7 +396,12 @@ class DriftingLogistic:
         return torch.nn.functional.softplus(-z).mean(-1) + 0.5 * self.reg * (x * x).sum(-1)
 
     def population_grad(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """Full-data gradient of ``f_k`` at each row of ``x``."""
+        """Full-data gradient of ``f_k`` at each row of ``x``.
+
+        Raises:
+            TypeError: If ``x`` is not a tensor of the scenario's dtype.
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
         k = _check_step(k, len(self))
         _check_decisions(x, self.dim, self.dtype)
         data = self.features[int(self.state[k])]
@@ -396,7 +410,12 @@ class DriftingLogistic:
         return w @ data + self.reg * x
 
     def accuracy(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """Fraction of data set ``state[k]`` that ``sign(a x)`` classifies right, (B,)."""
+        """Fraction of data set ``state[k]`` that ``sign(a x)`` classifies right, (B,).
+
+        Raises:
+            TypeError: If ``x`` is not a tensor of the scenario's dtype.
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
         k = _check_step(k, len(self))
         _check_decisions(x, self.dim, self.dtype)
         data = self.features[int(self.state[k])]
