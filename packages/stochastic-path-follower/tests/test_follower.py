@@ -122,11 +122,20 @@ def test_lstm_optimizer_trains_and_saves(tmp_path):
         ({"features": "grad"}, TypeError, "sequence"),
         ({"residual_weight": -1.0}, ValueError, "residual_weight"),
         ({"time_scale": 0.0}, ValueError, "time_scale"),
+        ({"seed": 1.5}, TypeError, "seed must be an integer"),
+        ({"seed": "a"}, TypeError, "seed must be an integer"),
     ],
 )
 def test_bad_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
         StochasticPathFollower(**kwargs)
+
+
+def test_seed_is_checked_not_truncated():
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        LSTMOptimizer(seed=0.5)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        StochasticPathFollower(width=4).fit([_drift()], epochs=1, seed="0")
 
 
 def test_bad_input_to_fit_and_track(trained):
@@ -150,6 +159,10 @@ def test_bad_input_to_fit_and_track(trained):
         list(trained.track(5, torch.zeros(prob.dim)))
     with pytest.raises(TypeError, match="scenarios must be a Scenario or an iterable"):
         trained.fit(3, epochs=1)
+    with pytest.raises(TypeError, match=r"stream must yield \(t, batch\) pairs with a float t"):
+        list(trained.track([np.zeros(prob.dim)], torch.zeros(prob.dim)))
+    with pytest.raises(TypeError, match="whose batch has a grad"):
+        list(trained.track([(0.0, 3)], torch.zeros(prob.dim)))
 
 
 def test_scenario_dtype_must_match_the_follower(trained):
@@ -254,3 +267,7 @@ def test_optimizer_bad_input(trained):
     opt.step(closure, t=1.0)
     with pytest.raises(ValueError, match="t must increase"):
         opt.step(closure, t=1.0)
+    with pytest.raises(TypeError, match="t must be a real number"):
+        opt.step(closure, t="2")
+    with pytest.raises(ValueError, match="t must be a finite number"):
+        opt.step(closure, t=float("nan"))

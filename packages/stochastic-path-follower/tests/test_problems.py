@@ -185,3 +185,25 @@ def test_metrics_bad_input():
         tracking_error(xs, torch.zeros(3, 4))
     with pytest.raises(TypeError, match="scenario must follow"):
         dynamic_regret(xs, 5)
+
+
+def test_bad_decisions_name_x_not_a_torch_internal():
+    prob = _ls(dtype=torch.float32)
+    b = prob.sample(0, 2, torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=r"x must have shape \(2, 12\), got \(2, 5\)"):
+        b.grad(torch.zeros(2, 5))
+    with pytest.raises(ValueError, match=r"x must have shape \(2, 12\), got \(12,\)"):
+        b.grad(torch.zeros(12))
+    with pytest.raises(TypeError, match=r"x has dtype torch\.float64"):
+        b.grad(torch.zeros(2, 12, dtype=torch.float64))
+    assert b.grad(torch.zeros(1, 12)).shape == (2, 12)  # one decision broadcast over B
+    with pytest.raises(ValueError, match=r"x must have shape \(B, 12\)"):
+        prob.population_loss(0, torch.zeros(5))
+    with pytest.raises(TypeError, match=r"x must be a torch\.Tensor"):
+        prob.population_loss(0, np.zeros((1, 12)))
+    with pytest.raises(ValueError, match="k must be"):
+        prob.population_loss(6, torch.zeros(1, 12))
+    with pytest.raises(TypeError, match=r"generator must be a torch\.Generator"):
+        prob.sample(0, 1, 3)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        next(stream(prob, seed="a"))

@@ -211,7 +211,8 @@ class _LearnedTracker(nn.Module):
         episodes = check_int("episodes", episodes, low=1)
         unroll = check_int("unroll", unroll, low=2)
         lr = check_float("lr", lr, low=0.0, low_inclusive=False)
-        gen = torch.Generator().manual_seed(int(seed))
+        seed = check_int("seed", seed)
+        gen = torch.Generator().manual_seed(seed)
         opt = torch.optim.Adam(self.parameters(), lr=lr)
         paths = [s.reference_path().to(self._dtype()) for s in scen]
         self.train()
@@ -283,7 +284,8 @@ class _LearnedTracker(nn.Module):
             (float32 unless the follower was cast).
 
         Raises:
-            TypeError: If ``x0`` is not a tensor or ``stream`` is not iterable.
+            TypeError: If ``x0`` is not a tensor, ``stream`` is not iterable, or it
+                yields something other than ``(t, batch)`` pairs.
             ValueError: On a non-finite ``x0``, a wrong shape, or times that do not increase.
         """
         if not isinstance(x0, torch.Tensor):
@@ -303,15 +305,27 @@ class _LearnedTracker(nn.Module):
         x = x[None] if flat else x
         state = None
         last_t = -math.inf
-        for t, batch in stream:
-            t = float(t)
+        for item in stream:
+            try:
+                t, batch = item
+                t = float(t)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"stream must yield (t, batch) pairs with a float t, got {type(item).__name__}"
+                    f" {item!r:.60}"
+                ) from None
+            if not isinstance(batch, Minibatch):
+                raise TypeError(
+                    f"stream must yield (t, batch) pairs whose batch has a grad(x) method, "
+                    f"got {type(batch).__name__}"
+                )
             if not t > last_t:
                 raise ValueError(f"stream times must increase strictly, got {t} after {last_t}")
             last_t = t
             if state is None:
                 try:
                     g0 = batch.grad(x)
-                except RuntimeError as e:
+                except (RuntimeError, TypeError, ValueError) as e:
                     raise ValueError(
                         f"x0 of shape {tuple(x.shape)} does not fit the batches: {e} "
                         f"(the follower computes in {self._dtype()}; batches of another "
@@ -363,6 +377,12 @@ class StochasticPathFollower(_LearnedTracker):
 
     Shapes: decisions and gradients are (B, d), float32 by default; any d.
 
+    Raises:
+        TypeError: If ``width`` or ``seed`` is not an integer, a float argument is not
+            a number, or ``features`` is a string.
+        ValueError: If ``width`` < 1, a float argument is out of its range or not
+            finite, or ``features`` lacks ``"grad"``, repeats or names an unknown one.
+
     Example:
         >>> import torch
         >>> from stochastic_path_follower import DriftingLeastSquares, StochasticPathFollower
@@ -392,6 +412,7 @@ class StochasticPathFollower(_LearnedTracker):
             "scale_decay", scale_decay, low=0.0, high=1.0, low_inclusive=False
         )
         eta = check_float("eta", eta, low=0.0, low_inclusive=False)
+        seed = check_int("seed", seed)
         self.config = {
             "width": width,
             "features": list(feats),
@@ -477,6 +498,11 @@ class LSTMOptimizer(_LearnedTracker):
         scale_decay: Rate of the running gradient scale, in (0, 1].
         eta: Initial learned SGD step, > 0.
         seed: Seed of the initial weights.
+
+    Raises:
+        TypeError: If ``hidden`` or ``seed`` is not an integer or a float argument is
+            not a number.
+        ValueError: If ``hidden`` < 1 or a float argument is out of its range.
     """
 
     def __init__(
@@ -488,6 +514,7 @@ class LSTMOptimizer(_LearnedTracker):
             "scale_decay", scale_decay, low=0.0, high=1.0, low_inclusive=False
         )
         eta = check_float("eta", eta, low=0.0, low_inclusive=False)
+        seed = check_int("seed", seed)
         self.config = {"hidden": hidden, "scale_decay": scale_decay, "eta": eta, "seed": int(seed)}
         self.scale_decay = scale_decay
         self.hidden = hidden

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
+from icml26_core.validation import check_float
 
 from stochastic_path_follower.follower import StochasticPathFollower
 
@@ -92,8 +93,9 @@ class SPFOptimizer(torch.optim.Optimizer):
             The closure's loss (at the parameters before the update).
 
         Raises:
-            ValueError: Without a closure, if ``t`` does not increase, or if the
-                gradient contains NaN or inf.
+            TypeError: If ``t`` is not a number.
+            ValueError: Without a closure, if ``t`` is not finite or does not increase,
+                or if the gradient contains NaN or inf.
         """
         if closure is None:
             raise ValueError("SPFOptimizer.step needs a closure that recomputes the loss")
@@ -104,7 +106,7 @@ class SPFOptimizer(torch.optim.Optimizer):
         x = torch.cat([p.detach().reshape(-1) for p in params])
         st = self.state[params[0]]
         k = int(st.get("k", 0))
-        t = float(k if t is None else t)
+        t = float(k) if t is None else check_float("t", t)
         if k > 0 and not t > float(st["t"]):
             raise ValueError(f"t must increase strictly, got {t} after {float(st['t'])}")
         fdtype = next(self.follower.parameters()).dtype

@@ -88,6 +88,32 @@ def _check_step(k: Any, n: int) -> int:
     return check_int("k", k, low=0, high=n - 1)
 
 
+def _check_decisions(x: Any, d: int, dtype: torch.dtype, rows: int | None = None) -> None:
+    """Raise a clear error unless ``x`` is a (B, d) tensor of ``dtype``.
+
+    ``rows``: the minibatch's episode count B; either side may have one row (broadcast).
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor of shape (B, {d}), got {type(x).__name__}")
+    mismatch = (
+        rows is not None and 1 not in (rows, x.shape[0] if x.ndim else 1) and x.shape[0] != rows
+    )
+    if x.ndim != 2 or x.shape[1] != d or mismatch:
+        want = f"({rows}, {d})" if rows is not None else f"(B, {d})"
+        raise ValueError(f"x must have shape {want}, got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise TypeError(
+            f"x has dtype {x.dtype} but the problem computes in {dtype}: cast x with .to({dtype})"
+        )
+
+
+def _check_generator(generator: Any) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+
+
 def _finite_2d(name: str, a: Any, dtype: torch.dtype) -> torch.Tensor:
     try:
         t = torch.as_tensor(np.asarray(a), dtype=dtype).clone()  # never share the caller's
@@ -107,12 +133,19 @@ class LeastSquaresBatch:
         self.A, self.y = A, y
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
-        """Gradient of the minibatch loss at each row of ``x`` (B, d); returns (B, d)."""
+        """Gradient of the minibatch loss at each row of ``x`` (B, d); returns (B, d).
+
+        Raises:
+            TypeError: If ``x`` is not a tensor of the batch's dtype.
+            ValueError: If ``x`` is not of shape (B, d) (or (1, d)).
+        """
+        _check_decisions(x, self.A.shape[2], self.A.dtype, self.A.shape[0])
         r = torch.einsum("bmd,bd->bm", self.A, x) - self.y
         return torch.einsum("bmd,bm->bd", self.A, r)
 
     def loss(self, x: torch.Tensor) -> torch.Tensor:
         """The minibatch loss at each row of ``x`` (B, d); returns (B,)."""
+        _check_decisions(x, self.A.shape[2], self.A.dtype, self.A.shape[0])
         r = torch.einsum("bmd,bd->bm", self.A, x) - self.y
         return 0.5 * (r * r).sum(-1)
 
@@ -162,9 +195,11 @@ class DriftingLeastSquares:
         """A minibatch from ``P_k`` for each of ``episodes`` independent streams.
 
         Raises:
+            TypeError: If ``generator`` is not a ``torch.Generator`` (or None).
             ValueError: If ``k`` is outside ``[0, K)`` or ``episodes`` < 0.
         """
         k, episodes = _check_step(k, len(self)), check_int("episodes", episodes, low=0)
+        _check_generator(generator)
         B, m, d = episodes, self.m, self.dim
         A = torch.randn(B, m, d, generator=generator, dtype=self.dtype) / m**0.5
         e = torch.randn(B, m, generator=generator, dtype=self.dtype) * self.noise
@@ -176,12 +211,24 @@ class DriftingLeastSquares:
         return self.signal.clone()
 
     def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,)."""
+        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,).
+
+        Raises:
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
+        k = _check_step(k, len(self))
+        _check_decisions(x, self.dim, x.dtype if isinstance(x, torch.Tensor) else self.dtype)
         diff = x - self.signal[k]
         return 0.5 * (diff * diff).sum(-1) + 0.5 * self.m * self.noise**2
 
     def population_grad(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """``grad f_k(x) = x - x*_k`` (the normal equations ``E[A^T A] x = E[A^T y]``)."""
+        """``grad f_k(x) = x - x*_k`` (the normal equations ``E[A^T A] x = E[A^T y]``).
+
+        Raises:
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
+        k = _check_step(k, len(self))
+        _check_decisions(x, self.dim, x.dtype if isinstance(x, torch.Tensor) else self.dtype)
         return x - self.signal[k]
 
 
@@ -195,13 +242,20 @@ class LogisticBatch:
         self.a, self.s, self.reg = a, s, reg
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
-        """Gradient of the minibatch loss at each row of ``x`` (B, d); returns (B, d)."""
+        """Gradient of the minibatch loss at each row of ``x`` (B, d); returns (B, d).
+
+        Raises:
+            TypeError: If ``x`` is not a tensor of the batch's dtype.
+            ValueError: If ``x`` is not of shape (B, d) (or (1, d)).
+        """
+        _check_decisions(x, self.a.shape[2], self.a.dtype, self.a.shape[0])
         z = self.s * torch.einsum("bnd,bd->bn", self.a, x)
         w = -self.s * torch.sigmoid(-z) / self.a.shape[1]
         return torch.einsum("bnd,bn->bd", self.a, w) + self.reg * x
 
     def loss(self, x: torch.Tensor) -> torch.Tensor:
         """The minibatch loss at each row of ``x`` (B, d); returns (B,)."""
+        _check_decisions(x, self.a.shape[2], self.a.dtype, self.a.shape[0])
         z = self.s * torch.einsum("bnd,bd->bn", self.a, x)
         return torch.nn.functional.softplus(-z).mean(-1) + 0.5 * self.reg * (x * x).sum(-1)
 
@@ -313,9 +367,11 @@ class DriftingLogistic:
         """A minibatch from ``P_k`` for each of ``episodes`` independent streams.
 
         Raises:
+            TypeError: If ``generator`` is not a ``torch.Generator`` (or None).
             ValueError: If ``k`` is outside ``[0, K)`` or ``episodes`` < 0.
         """
         k, episodes = _check_step(k, len(self)), check_int("episodes", episodes, low=0)
+        _check_generator(generator)
         data = self.features[int(self.state[k])]
         idx = torch.randint(0, data.shape[0], (episodes, self.batch), generator=generator)
         return LogisticBatch(data[idx], self.labels[idx], self.reg)
@@ -327,20 +383,41 @@ class DriftingLogistic:
         )
 
     def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,)."""
+        """``f_k(x)`` for each row of ``x`` (B, d); returns (B,).
+
+        Raises:
+            TypeError: If ``x`` is not a tensor of the scenario's dtype.
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
+        k = _check_step(k, len(self))
+        _check_decisions(x, self.dim, self.dtype)
         data = self.features[int(self.state[k])]
         z = self.labels * (x @ data.T)
         return torch.nn.functional.softplus(-z).mean(-1) + 0.5 * self.reg * (x * x).sum(-1)
 
     def population_grad(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """Full-data gradient of ``f_k`` at each row of ``x``."""
+        """Full-data gradient of ``f_k`` at each row of ``x``.
+
+        Raises:
+            TypeError: If ``x`` is not a tensor of the scenario's dtype.
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
+        k = _check_step(k, len(self))
+        _check_decisions(x, self.dim, self.dtype)
         data = self.features[int(self.state[k])]
         z = self.labels * (x @ data.T)
         w = -self.labels * torch.sigmoid(-z) / data.shape[0]
         return w @ data + self.reg * x
 
     def accuracy(self, k: int, x: torch.Tensor) -> torch.Tensor:
-        """Fraction of data set ``state[k]`` that ``sign(a x)`` classifies right, (B,)."""
+        """Fraction of data set ``state[k]`` that ``sign(a x)`` classifies right, (B,).
+
+        Raises:
+            TypeError: If ``x`` is not a tensor of the scenario's dtype.
+            ValueError: If ``k`` is outside ``[0, K)`` or ``x`` is not of shape (B, d).
+        """
+        k = _check_step(k, len(self))
+        _check_decisions(x, self.dim, self.dtype)
         data = self.features[int(self.state[k])]
         return ((x @ data.T) * self.labels > 0).to(x.dtype).mean(-1)
 
@@ -357,7 +434,8 @@ def stream(
             takes decisions of shape (episodes, d).
 
     Raises:
-        TypeError: If ``scenario`` does not follow the :class:`Scenario` protocol.
+        TypeError: If ``scenario`` does not follow the :class:`Scenario` protocol or
+            ``seed`` is not an integer.
         ValueError: If ``episodes`` < 1.
     """
     if not isinstance(scenario, Scenario):
@@ -365,6 +443,7 @@ def stream(
             f"scenario must follow the Scenario protocol, got {type(scenario).__name__}"
         )
     episodes = check_int("episodes", episodes, low=1)
-    g = torch.Generator().manual_seed(int(seed))
+    seed = check_int("seed", seed)
+    g = torch.Generator().manual_seed(seed)
     for k in range(len(scenario)):
         yield float(scenario.times[k]), scenario.sample(k, episodes, g)
