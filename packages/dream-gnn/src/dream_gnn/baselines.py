@@ -53,6 +53,10 @@ def forget_rate_schedule(
 
     Returns:
         float64 (epochs,) forget rates, the one at epoch ``t`` in position ``t``.
+
+    Raises:
+        ValueError: If an argument is out of its range.
+        TypeError: If an argument is not a number.
     """
     epochs = check_int("epochs", epochs, low=1)
     forget_rate = check_float("forget_rate", forget_rate, low=0.0, high=1.0, high_inclusive=False)
@@ -71,6 +75,11 @@ def small_loss_selection(losses: torch.Tensor, forget_rate: float) -> torch.Tens
 
     Returns:
         int64 (m,) positions into ``losses``, smallest loss first (ties: lower index).
+
+    Raises:
+        TypeError: If ``losses`` is not a tensor.
+        ValueError: If ``losses`` is not a non-empty 1-D tensor or ``forget_rate`` is
+            outside [0, 1).
     """
     forget_rate = check_float("forget_rate", forget_rate, low=0.0, high=1.0, high_inclusive=False)
     if not isinstance(losses, torch.Tensor):

@@ -404,7 +404,11 @@ class DREAMTrainer:
         return self
 
     def predict(self, data: Any) -> torch.Tensor:
-        """int64 (N,) predicted classes of the trained model (eval mode)."""
+        """int64 (N,) predicted classes of the trained model (eval mode).
+
+        Raises:
+            ValueError: If ``data`` has no ``x`` or ``edge_index``.
+        """
         device = _check_model("model", self.model)
         for attr in ("x", "edge_index"):
             if getattr(data, attr, None) is None:
