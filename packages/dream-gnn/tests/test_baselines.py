@@ -145,3 +145,48 @@ def test_correct_and_smooth_helps_a_weak_base_on_a_homophilous_graph():
     acc_base = (base.argmax(1).numpy()[te] == y[te]).mean()
     acc_cs = (out.argmax(1).numpy()[te] == y[te]).mean()
     assert acc_cs > acc_base + 0.2
+
+
+def test_baselines_bad_inputs_name_the_argument():
+    # found by review: these reached PyG/numpy/cleanlab and failed there, or passed silently
+    torch.manual_seed(0)
+    n, C = 12, 3
+    y = torch.arange(n) % C
+    ei = torch.tensor([[i for i in range(n - 1)], [i + 1 for i in range(n - 1)]])
+    ei = torch.cat([ei, ei.flip(0)], 1)
+    tm = torch.zeros(n, dtype=torch.bool)
+    tm[:8] = True
+    ys = torch.softmax(torch.randn(n, C), 1)
+    ys0 = ys.clone()
+    out = correct_and_smooth(ys, y, tm, ei)
+    assert out.shape == (n, C) and torch.equal(ys, ys0)  # the input is not modified
+    with pytest.raises(ValueError, match="y_soft"):
+        correct_and_smooth(ys.numpy(), y, tm, ei)
+    with pytest.raises(ValueError, match="train_mask"):
+        correct_and_smooth(ys, y, tm[:5], ei)
+    with pytest.raises(ValueError, match="train_mask"):
+        correct_and_smooth(ys[:5], y, tm, ei)
+    with pytest.raises(ValueError, match=r"y\[train_mask\] must lie in 0\.\.2"):
+        correct_and_smooth(ys, y + 1, tm, ei)
+    with pytest.raises(ValueError, match=r"edge_index must lie in 0\.\.11"):
+        correct_and_smooth(ys, y, tm, ei + n)
+    with pytest.raises(ValueError, match="edge_index must be an int64"):
+        correct_and_smooth(ys, y, tm, ei.numpy())
+    with pytest.raises(ValueError, match="num_correction_layers"):
+        correct_and_smooth(ys, y, tm, ei, num_correction_layers=-1)
+    data = Data(x=torch.randn(n, 4), edge_index=ei)
+    make = lambda: GCN(4, 4, C)  # noqa: E731
+    with pytest.raises(TypeError, match="make_model"):
+        cleanlab_filter(make(), data, tm, y, 2)
+    with pytest.raises(ValueError, match="train_mask"):
+        cleanlab_filter(make, data, tm.float() * 0.5, y, 2)
+    with pytest.raises(ValueError, match="seed"):
+        cleanlab_filter(make, data, tm, y, 2, seed=-1)
+    with pytest.raises(ValueError, match="filter_by"):
+        cleanlab_filter(make, data, tm, y, 2, filter_by="nope")
+    with pytest.raises(ValueError, match="lr"):
+        coteaching(make(), make(), data, tm, y, 2, lr=-1.0)
+    with pytest.raises(TypeError, match="peer"):
+        coteaching(make(), "gcn", data, tm, y, 2)
+    with pytest.raises(TypeError, match="losses"):
+        small_loss_selection([1.0, 2.0], 0.2)

@@ -263,3 +263,44 @@ def test_trainer_errors():
         DREAMTrainer(GCN(20, 4, 3), 1, 1).fit(data, tm.numpy()[:-1], yt, 2)
     with pytest.raises(ValueError, match="ppr_alpha"):
         DREAMTrainer(GCN(20, 4, 3), ppr_alpha=0.0)
+
+
+def test_bad_inputs_name_the_argument():
+    # found by review: these reached torch/numpy/PyG and failed there, or passed silently
+    data, y = _sbm(n_per=5)
+    tm, _ = _masks(y.size)
+    yt = torch.tensor(y)
+    with pytest.raises(ValueError, match=r"data\.x is torch\.float64"):
+        DREAMTrainer(GCN(20, 4, 3), 1, 1).fit(
+            Data(x=data.x.double(), edge_index=data.edge_index), tm, yt, 2
+        )
+    with pytest.raises(ValueError, match=r"data\.edge_index must be an int64"):
+        DREAMTrainer(GCN(20, 4, 3), 1, 1).fit(
+            Data(x=data.x, edge_index=data.edge_index.float()), tm, yt, 2
+        )
+    with pytest.raises(ValueError, match=r"noisy_y\[train_mask\] must lie in 0\.\.2"):
+        DREAMTrainer(GCN(20, 4, 3), 1, 1).fit(data, tm, yt + 1, 2)
+    with pytest.raises(TypeError, match="seed"):
+        DREAMTrainer(GCN(20, 4, 3), seed="a")
+    with pytest.raises(TypeError, match="model"):
+        fit_classifier("gcn", data, tm, yt, 2)
+    with pytest.raises(ValueError, match="lr"):
+        fit_classifier(GCN(20, 4, 3), data, tm, yt, 2, lr=-1.0)
+    with pytest.raises(ValueError, match="data must have 'x'"):
+        DREAMTrainer(GCN(20, 4, 3), 1, 1).predict(None)
+    logits = torch.randn(4, 3)
+    with pytest.raises(ValueError, match=r"y must lie in 0\.\.2"):
+        dream_loss(logits, torch.tensor([0, 1, 3, 0]))
+    with pytest.raises(ValueError, match=r"y must lie in 0\.\.2"):
+        gce_loss(logits, torch.tensor([0, 1, 5, 0]))
+    with pytest.raises(TypeError, match=r"y must be an integer torch\.Tensor"):
+        dream_loss(logits, [0, 1, 2, 0])
+    with pytest.raises(TypeError, match="logits"):
+        dream_loss(logits.numpy(), torch.tensor([0, 1, 2, 0]))
+    with pytest.raises(ValueError, match="non-empty"):
+        add_label_noise(np.array([], dtype=np.int64), 0.2)
+    with pytest.raises(TypeError, match="sources"):
+        personalized_pagerank(data.edge_index, y.size, sources=[1.5])
+    for kw in ({"tol": "a"}, {"max_iter": 0}, {"dense_max": -1}):
+        with pytest.raises((TypeError, ValueError), match=next(iter(kw))):
+            personalized_pagerank(data.edge_index, y.size, sources=[0], **kw)

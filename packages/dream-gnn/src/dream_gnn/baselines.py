@@ -13,10 +13,18 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from icml26_core.validation import check_float, check_int
+from icml26_core.validation import check_choice, check_float, check_int
 from torch import nn
 
-from dream_gnn.trainer import _forward, _inputs, _Loop, fit_classifier
+from dream_gnn.trainer import (
+    _check_dtype,
+    _check_model,
+    _check_seed,
+    _forward,
+    _inputs,
+    _Loop,
+    fit_classifier,
+)
 
 __all__ = [
     "cleanlab_filter",
@@ -45,6 +53,10 @@ def forget_rate_schedule(
 
     Returns:
         float64 (epochs,) forget rates, the one at epoch ``t`` in position ``t``.
+
+    Raises:
+        ValueError: If an argument is out of its range.
+        TypeError: If an argument is not a number.
     """
     epochs = check_int("epochs", epochs, low=1)
     forget_rate = check_float("forget_rate", forget_rate, low=0.0, high=1.0, high_inclusive=False)
@@ -63,8 +75,15 @@ def small_loss_selection(losses: torch.Tensor, forget_rate: float) -> torch.Tens
 
     Returns:
         int64 (m,) positions into ``losses``, smallest loss first (ties: lower index).
+
+    Raises:
+        TypeError: If ``losses`` is not a tensor.
+        ValueError: If ``losses`` is not a non-empty 1-D tensor or ``forget_rate`` is
+            outside [0, 1).
     """
     forget_rate = check_float("forget_rate", forget_rate, low=0.0, high=1.0, high_inclusive=False)
+    if not isinstance(losses, torch.Tensor):
+        raise TypeError(f"losses must be a torch.Tensor, got {type(losses).__name__}")
     if losses.ndim != 1 or losses.numel() == 0:
         raise ValueError(f"losses must be a non-empty 1-D tensor, got {tuple(losses.shape)}")
     keep = max(1, round((1.0 - forget_rate) * losses.numel()))
@@ -113,14 +132,23 @@ def coteaching(
 
     Returns:
         ``model``, trained in place and in eval mode.
+
+    Raises:
+        TypeError: If ``model`` or ``peer`` is not an ``nn.Module``.
+        ValueError: If ``peer is model``, on ``data``/masks/labels of the wrong dtype or
+            shape, or ``epochs``, ``forget_rate``, ``lr`` or ``seed`` out of range.
     """
-    if not isinstance(peer, nn.Module) or not isinstance(model, nn.Module):
-        raise TypeError("model and peer must be torch.nn.Module instances")
+    device = _check_model("model", model)
+    _check_model("peer", peer)
     if peer is model:
         raise ValueError("peer must be a second network, not model itself")
     rates = forget_rate_schedule(epochs, forget_rate, num_gradual, exponent)
-    device = next(model.parameters()).device
+    lr = check_float("lr", lr, low=0.0, low_inclusive=False)
+    weight_decay = check_float("weight_decay", weight_decay, low=0.0)
+    seed = _check_seed(seed)
     x, ei, yy, tm, vm = _inputs(data, train_mask, y, val_mask, device)
+    _check_dtype(x, model)
+    _check_dtype(x, peer, "peer")
     idx = torch.nonzero(tm).squeeze(1)
     if seed is not None:
         torch.manual_seed(seed)
@@ -182,14 +210,45 @@ def cleanlab_filter(
 
     Raises:
         ImportError: If cleanlab is not installed (``pip install "dream-gnn[repro]"``).
+        TypeError: If ``make_model`` is not a function (a model instance, say).
+        ValueError: On a mask or labels of the wrong dtype or shape, ``folds`` < 2 or
+            more than the labelled nodes, a negative ``seed`` or an unknown ``filter_by``.
     """
     try:
         from cleanlab.filter import find_label_issues
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError('cleanlab_filter needs cleanlab: pip install "dream-gnn[repro]"') from e
+    if not callable(make_model) or isinstance(make_model, nn.Module):
+        raise TypeError(
+            "make_model must be a function returning a fresh model (e.g. lambda: GCN(...)), "
+            f"got {type(make_model).__name__}"
+        )
     folds = check_int("folds", folds, low=2)
-    tm = torch.as_tensor(train_mask).bool().cpu()
-    yy = torch.as_tensor(y).long().cpu()
+    seed = check_int("seed", seed, low=0)
+    filter_by = check_choice(
+        "filter_by",
+        filter_by,
+        (
+            "prune_by_noise_rate",
+            "prune_by_class",
+            "both",
+            "confident_learning",
+            "predicted_neq_given",
+            "low_normalized_margin",
+            "low_self_confidence",
+        ),
+    )
+    tm = torch.as_tensor(train_mask).cpu()
+    if tm.dtype != torch.bool or tm.ndim != 1:
+        raise ValueError(
+            f"train_mask must be a bool (num_nodes,) mask, got {tm.dtype} {tuple(tm.shape)}"
+        )
+    yy = torch.as_tensor(y).cpu()
+    if yy.dtype not in (torch.int64, torch.int32) or yy.shape != tm.shape:
+        raise ValueError(
+            f"y must be int ({tm.numel()},) like train_mask, got {yy.dtype} {tuple(yy.shape)}"
+        )
+    yy = yy.long()
     idx = torch.nonzero(tm).squeeze(1).numpy()
     if idx.size < folds:
         raise ValueError(f"folds={folds} must be <= the number of labelled nodes ({idx.size})")
@@ -249,12 +308,55 @@ def correct_and_smooth(
         scale: Fixed residual scale when ``autoscale`` is False.
 
     Returns:
-        float (N, C) corrected and smoothed scores.
+        float (N, C) corrected and smoothed scores (``y_soft`` is not modified).
+
+    Raises:
+        ValueError: If ``y_soft`` is not a float (N, C) tensor, ``y``/``train_mask`` are
+            not int/bool (N,), ``y[train_mask]`` lies outside ``0..C-1``,
+            ``edge_index`` is not an integer (2, E) tensor within the node range, or a
+            layer count or alpha is out of range.
     """
     from torch_geometric.nn.models import CorrectAndSmooth
 
-    tm = torch.as_tensor(train_mask).bool()
-    yy = torch.as_tensor(y).long()
+    if not isinstance(y_soft, torch.Tensor) or y_soft.ndim != 2 or not y_soft.is_floating_point():
+        raise ValueError(
+            "y_soft must be a float torch.Tensor (num_nodes, num_classes), got "
+            f"{getattr(y_soft, 'dtype', type(y_soft).__name__)} "
+            f"{tuple(getattr(y_soft, 'shape', ()))}"
+        )
+    n, C = y_soft.shape
+    tm = torch.as_tensor(train_mask, device=y_soft.device)
+    if tm.dtype != torch.bool or tm.shape != (n,):
+        raise ValueError(f"train_mask must be bool ({n},), got {tm.dtype} {tuple(tm.shape)}")
+    yy = torch.as_tensor(y, device=y_soft.device)
+    if yy.dtype not in (torch.int64, torch.int32) or yy.shape != (n,):
+        raise ValueError(f"y must be int ({n},), got {yy.dtype} {tuple(yy.shape)}")
+    yy = yy.long()
+    if tm.any() and (int(yy[tm].min()) < 0 or int(yy[tm].max()) >= C):
+        raise ValueError(
+            f"y[train_mask] must lie in 0..{C - 1} (y_soft's classes), "
+            f"got [{int(yy[tm].min())}, {int(yy[tm].max())}]"
+        )
+    if not isinstance(edge_index, torch.Tensor) or edge_index.dtype not in (
+        torch.int64,
+        torch.int32,
+    ):
+        raise ValueError(
+            "edge_index must be an int64 torch.Tensor (2, E), got "
+            f"{getattr(edge_index, 'dtype', type(edge_index).__name__)}"
+        )
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
+        raise ValueError(f"edge_index must be (2, E), got {tuple(edge_index.shape)}")
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= n):
+        raise ValueError(
+            f"edge_index must lie in 0..{n - 1}, "
+            f"got [{int(edge_index.min())}, {int(edge_index.max())}]"
+        )
+    num_correction_layers = check_int("num_correction_layers", num_correction_layers, low=0)
+    num_smoothing_layers = check_int("num_smoothing_layers", num_smoothing_layers, low=0)
+    correction_alpha = check_float("correction_alpha", correction_alpha, low=0.0, high=1.0)
+    smoothing_alpha = check_float("smoothing_alpha", smoothing_alpha, low=0.0, high=1.0)
+    scale = check_float("scale", scale)
     post = CorrectAndSmooth(
         num_correction_layers,
         correction_alpha,

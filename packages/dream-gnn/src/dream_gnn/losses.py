@@ -15,12 +15,23 @@ REDUCTIONS = ("mean", "sum", "none")
 
 
 def _check(logits: torch.Tensor, y: torch.Tensor) -> None:
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        raise TypeError(
+            f"logits must be a float torch.Tensor, got {getattr(logits, 'dtype', type(logits))}"
+        )
+    if not isinstance(y, torch.Tensor):
+        raise TypeError(f"y must be an integer torch.Tensor, got {type(y).__name__}")
     if logits.ndim != 2:
         raise ValueError(f"logits must be (N, C), got shape {tuple(logits.shape)}")
     if y.ndim != 1 or y.shape[0] != logits.shape[0]:
         raise ValueError(f"y must be ({logits.shape[0]},), got shape {tuple(y.shape)}")
     if y.dtype not in (torch.int64, torch.int32):
         raise TypeError(f"y must be an integer tensor, got {y.dtype}")
+    C = logits.shape[1]
+    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= C):
+        raise ValueError(
+            f"y must lie in 0..{C - 1} (logits' classes), got [{int(y.min())}, {int(y.max())}]"
+        )
 
 
 def dream_loss(
@@ -42,8 +53,9 @@ def dream_loss(
         The loss, a scalar (or (N,) with ``"none"``).
 
     Raises:
-        ValueError: On shape mismatch, negative or non-finite weights, or an unknown
-            reduction.
+        TypeError: If ``logits`` is not a float tensor or ``y`` not an integer tensor.
+        ValueError: On shape mismatch, ``y`` outside ``0..C-1``, negative or non-finite
+            weights, or an unknown reduction.
     """
     reduction = check_choice("reduction", reduction, REDUCTIONS)
     _check(logits, y)
@@ -87,6 +99,11 @@ def gce_loss(
 
     Returns:
         The loss.
+
+    Raises:
+        TypeError: If ``logits`` is not a float tensor or ``y`` not an integer tensor.
+        ValueError: On shape mismatch, ``y`` outside ``0..C-1``, ``q`` outside (0, 1]
+            or an unknown reduction.
     """
     q = check_float("q", q, low=0.0, high=1.0, low_inclusive=False)
     reduction = check_choice("reduction", reduction, REDUCTIONS)

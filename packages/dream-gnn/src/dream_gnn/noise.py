@@ -58,13 +58,14 @@ def add_label_noise(
         int64 (num_nodes,) noisy labels (a new array; ``y`` is not modified).
 
     Raises:
-        ValueError: If ``rate`` is outside ``[0, 1)``, ``kind`` is unknown, ``edge_index``
+        ValueError: If ``y`` is empty or not 1-D, ``rate`` is outside ``[0, 1)``,
+            ``kind`` is unknown, ``edge_index``
             is missing or out of range for ``"structure"``, or too few nodes are eligible.
         TypeError: If ``y`` does not hold integers.
     """
     yy = _to_numpy_int(y, "y")
-    if yy.ndim != 1:
-        raise ValueError(f"y must be 1-D (num_nodes,), got shape {yy.shape}")
+    if yy.ndim != 1 or yy.size == 0:
+        raise ValueError(f"y must be 1-D (num_nodes,) and non-empty, got shape {yy.shape}")
     rate = check_float("rate", rate, low=0.0, high=1.0, high_inclusive=False)
     kind = check_choice("kind", kind, NOISE_KINDS)
     seed = check_int("seed", seed, low=0)

@@ -61,15 +61,28 @@ def personalized_pagerank(
         float64 (S, num_nodes), rows summing to 1.
 
     Raises:
-        ValueError: If ``alpha`` is outside (0, 1) or ``edge_index``/``sources`` are out
-            of the node range.
+        ValueError: If ``alpha`` is outside (0, 1), ``edge_index`` is not (2, E),
+            ``edge_index``/``sources`` are out of the node range, or ``num_nodes``,
+            ``dense_max``, ``tol`` or ``max_iter`` are out of range.
+        TypeError: If ``edge_index`` or ``sources`` do not hold integers.
     """
     n = check_int("num_nodes", num_nodes, low=1)
     alpha = check_float(
         "alpha", alpha, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
     )
+    dense_max = check_int("dense_max", dense_max, low=0)
+    tol = check_float("tol", tol, low=0.0, low_inclusive=False)
+    max_iter = check_int("max_iter", max_iter, low=1)
     ei = _edges(edge_index, n)
-    src = np.arange(n) if sources is None else np.asarray(sources, dtype=np.int64).reshape(-1)
+    if sources is None:
+        src = np.arange(n)
+    else:
+        if hasattr(sources, "detach"):
+            sources = sources.detach().cpu().numpy()
+        src = np.asarray(sources).reshape(-1)
+        if src.size and src.dtype.kind not in "iu":
+            raise TypeError(f"sources must hold integers, got dtype {src.dtype}")
+        src = src.astype(np.int64)
     if src.size and (src.min() < 0 or src.max() >= n):
         raise ValueError(f"sources must lie in 0..{n - 1}, got [{src.min()}, {src.max()}]")
     import scipy.sparse as sp

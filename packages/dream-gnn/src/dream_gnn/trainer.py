@@ -31,8 +31,20 @@ def _inputs(data: Any, train_mask: Any, noisy_y: Any, val_mask: Any, device: tor
     for attr in ("x", "edge_index"):
         if getattr(data, attr, None) is None:
             raise ValueError(f"data must have {attr!r} (a torch_geometric Data)")
-    x = data.x.to(device)
-    ei = data.edge_index.to(device)
+    x = data.x
+    ei = data.edge_index
+    if not isinstance(x, torch.Tensor) or x.ndim != 2 or not x.is_floating_point():
+        raise ValueError(
+            f"data.x must be a float tensor (num_nodes, num_features), got "
+            f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}"
+        )
+    if not isinstance(ei, torch.Tensor) or ei.dtype not in (torch.int64, torch.int32):
+        raise ValueError(
+            f"data.edge_index must be an int64 tensor (2, E), got "
+            f"{getattr(ei, 'dtype', type(ei).__name__)}"
+        )
+    x = x.to(device)
+    ei = ei.to(device)
     n = x.shape[0]
     if ei.ndim != 2 or ei.shape[0] != 2:
         raise ValueError(f"data.edge_index must be (2, E), got {tuple(ei.shape)}")
@@ -98,6 +110,28 @@ class _Loop:
         self.model.eval()
 
 
+def _check_model(name: str, model: Any) -> torch.device:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{name} must be a torch.nn.Module, got {type(model).__name__}")
+    p = next(model.parameters(), None)
+    if p is None:
+        raise ValueError(f"{name} has no parameters to train")
+    return p.device
+
+
+def _check_dtype(x: torch.Tensor, model: nn.Module, name: str = "model") -> None:
+    p = next(model.parameters())
+    if x.dtype != p.dtype:
+        raise ValueError(
+            f"data.x is {x.dtype} but {name}'s parameters are {p.dtype}: cast one "
+            f"(data.x.to({p.dtype}) or {name}.to({x.dtype}))"
+        )
+
+
+def _check_seed(seed: Any) -> int | None:
+    return None if seed is None else check_int("seed", seed, low=0)
+
+
 def fit_classifier(
     model: nn.Module,
     data: Any,
@@ -132,10 +166,20 @@ def fit_classifier(
 
     Returns:
         ``model``, trained in place and set to eval mode.
+
+    Raises:
+        TypeError: If ``model`` is not an ``nn.Module``.
+        ValueError: On ``data``, masks or labels of the wrong dtype or shape,
+            ``edge_index`` out of range, ``data.x`` of another dtype than the model, an
+            unknown ``loss``, or ``epochs``/``lr``/``weight_decay``/``seed`` out of range.
     """
     epochs = check_int("epochs", epochs, low=1)
-    device = next(model.parameters()).device
+    device = _check_model("model", model)
+    lr = check_float("lr", lr, low=0.0, low_inclusive=False)
+    weight_decay = check_float("weight_decay", weight_decay, low=0.0)
+    seed = _check_seed(seed)
     x, ei, yy, tm, vm = _inputs(data, train_mask, y, val_mask, device)
+    _check_dtype(x, model)
     if loss == "ce":
         loss_of: Callable = lambda lg, t: F.cross_entropy(lg, t)  # noqa: E731
     elif loss == "gce":
@@ -244,7 +288,7 @@ class DREAMTrainer:
         self.confidence_weighted = bool(confidence_weighted)
         self.lr = check_float("lr", lr, low=0.0, low_inclusive=False)
         self.weight_decay = check_float("weight_decay", weight_decay, low=0.0)
-        self.seed = seed
+        self.seed = _check_seed(seed)
 
     def _topology_anchors(self, ei: torch.Tensor, n: int, idx: np.ndarray) -> torch.Tensor:
         if self.k_topology == 0:
@@ -303,13 +347,16 @@ class DREAMTrainer:
             self.
 
         Raises:
-            ValueError: On masks or labels of the wrong shape, ``edge_index`` out of range,
-                ``k_proximity`` or ``k_topology`` >= the number of labelled nodes, or a
-                class of the model's output with no labelled node.
+            ValueError: On masks or labels of the wrong dtype or shape, ``data.x`` not
+                float or of another dtype than the model, ``edge_index`` not integer or
+                out of range, labels outside the model's classes, ``k_proximity`` or
+                ``k_topology`` >= the number of labelled nodes, or a class of the
+                model's output with no labelled node.
         """
         epochs = check_int("epochs", epochs, low=1)
-        device = next(self.model.parameters()).device
+        device = _check_model("model", self.model)
         x, ei, y, tm, vm = _inputs(data, train_mask, noisy_y, val_mask, device)
+        _check_dtype(x, self.model)
         n = x.shape[0]
         idx = np.flatnonzero(tm.cpu().numpy())
         L = idx.size
@@ -322,7 +369,13 @@ class DREAMTrainer:
         loop = _Loop(self.model, self.lr, self.weight_decay)
         with torch.no_grad():
             C = _forward(self.model.eval(), x, ei)[0].shape[1]
-        missing = sorted(set(range(C)) - set(y[idx_t].tolist()))
+        y_lab = y[idx_t]
+        if int(y_lab.min()) < 0 or int(y_lab.max()) >= C:
+            raise ValueError(
+                f"noisy_y[train_mask] must lie in 0..{C - 1} (the model's {C} classes), "
+                f"got [{int(y_lab.min())}, {int(y_lab.max())}]"
+            )
+        missing = sorted(set(range(C)) - set(y_lab.tolist()))
         if missing:
             raise ValueError(f"classes {missing} have no labelled node in noisy_y[train_mask]")
         topo = self._topology_anchors(ei, n, idx)
@@ -351,8 +404,15 @@ class DREAMTrainer:
         return self
 
     def predict(self, data: Any) -> torch.Tensor:
-        """int64 (N,) predicted classes of the trained model (eval mode)."""
-        device = next(self.model.parameters()).device
+        """int64 (N,) predicted classes of the trained model (eval mode).
+
+        Raises:
+            ValueError: If ``data`` has no ``x`` or ``edge_index``.
+        """
+        device = _check_model("model", self.model)
+        for attr in ("x", "edge_index"):
+            if getattr(data, attr, None) is None:
+                raise ValueError(f"data must have {attr!r} (a torch_geometric Data)")
         self.model.eval()
         with torch.no_grad():
             logits, _ = _forward(self.model, data.x.to(device), data.edge_index.to(device))
