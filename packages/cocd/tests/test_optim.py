@@ -373,3 +373,58 @@ def test_permuted_order_visits_every_coordinate_once_per_sweep():
     assert twin.next_block().tolist() == seen[:5]
     with pytest.raises(ValueError, match="order"):
         BCCD([x], block_size=2, order="random")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: CoCD([x], lr=0.1, block_size=2),
+        lambda x: CoCD([x], lr=0.1, block_size=2, central=True),
+        lambda x: BCCD([x], lr=0.1, block_size=2),
+        lambda x: SPSA([x], lr=0.1, n_directions=2),
+        lambda x: RandomSubspace([x], lr=0.1, n_directions=2),
+    ],
+)
+def test_a_failing_probe_leaves_the_parameters_as_they_were(make):
+    x = torch.tensor([0.5, -1.0, 2.0])
+    before = x.clone()
+    calls = [0]
+
+    def closure():  # the second call (a probe at x + h e_i) returns NaN
+        calls[0] += 1
+        return float("nan") if calls[0] == 2 else float((x**2).sum())
+
+    opt = make(x)
+    with pytest.raises(ValueError, match="non-finite"):
+        opt.step(closure)
+    assert torch.equal(x, before)
+
+
+def test_bad_closures_and_batched_loss_inputs_name_the_argument():
+    from cocd import batched_loss, minimize
+
+    x = torch.zeros(4)
+    opt = CoCD([x], block_size=2)
+    with pytest.raises(TypeError, match="closure must be callable"):
+        opt.step(3)
+    with pytest.raises(TypeError, match="closure must return the loss"):
+        opt.step(lambda: "abc")
+    with pytest.raises(TypeError, match="batched_closure must be callable"):
+        opt.step(batched_closure=3)
+    model = nn.Linear(3, 2)
+    xb, yb = torch.randn(5, 3), torch.randint(0, 2, (5,))
+    with pytest.raises(TypeError, match="model"):
+        batched_loss(3, F.cross_entropy, xb, yb)
+    with pytest.raises(ValueError, match="params"):
+        batched_loss(model, F.cross_entropy, xb, yb, params=["nope"])
+    f = batched_loss(model, F.cross_entropy, xb, yb)
+    with pytest.raises(ValueError, match=r"X must be a tensor of shape \(m, 8\)"):
+        f(torch.zeros(2, 10))
+    with pytest.raises(ValueError, match="X must be"):
+        f(torch.zeros(8))
+    with pytest.raises(TypeError, match="x0"):
+        minimize(lambda v: 0.0, "abc", 100)
+    with pytest.raises(TypeError, match="f must be callable"):
+        minimize(3, np.zeros(3), 100)
+    with pytest.raises(ValueError, match="f returned None"):
+        minimize(lambda v: None, np.zeros(3), 100, block_size=2)

@@ -45,7 +45,10 @@ def batched_loss(
         The function ``f``.
 
     Raises:
-        ValueError: If ``batch`` has fewer than two entries or ``chunk_size < 1``.
+        ValueError: If ``batch`` has fewer than two entries, ``chunk_size < 1``, or a
+            name in ``params`` is not a parameter of ``model``; ``f(X)`` raises it if
+            ``X`` is not of shape ``(m, d)``.
+        TypeError: If ``model`` is not an ``nn.Module``.
     """
     import torch
     from torch.func import functional_call, vmap
@@ -54,9 +57,16 @@ def batched_loss(
         raise ValueError("batch must be (inputs..., target), got fewer than two tensors")
     if chunk_size is not None:
         chunk_size = check_int("chunk_size", chunk_size, low=1)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     *inputs, target = batch
     named = dict(model.named_parameters())
     names = list(named) if params is None else list(params)
+    unknown = [n for n in names if n not in named]
+    if unknown:
+        raise ValueError(
+            f"params: {unknown} are not parameter names of the model (known: {list(named)})"
+        )
     shapes = [named[n].shape for n in names]
     sizes = [math.prod(s) for s in shapes]
 
@@ -67,7 +77,12 @@ def batched_loss(
 
     vm = vmap(one, chunk_size=chunk_size)
 
+    d = sum(sizes)
+
     def f(X: torch.Tensor) -> torch.Tensor:
+        if not isinstance(X, torch.Tensor) or X.ndim != 2 or X.shape[1] != d:
+            got = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
+            raise ValueError(f"X must be a tensor of shape (m, {d}), got {got}")
         with torch.no_grad():
             return vm(X)
 
@@ -83,7 +98,8 @@ class MinimizeResult:
         fun: ``f(x)`` at the last iterate (one extra query, counted).
         nfev: Function evaluations used (<= budget).
         nit: Steps taken.
-        history: ``f`` at the start of every step (the base query of the step).
+        history: ``f`` at the start of every step (the base query of the step); empty
+            with ``central=True``, whose steps make no base query.
     """
 
     x: np.ndarray
@@ -129,7 +145,9 @@ def minimize(
         A :class:`MinimizeResult`.
 
     Raises:
-        ValueError: On bad arguments, an empty ``x0``, or a non-finite/non-scalar ``f``.
+        ValueError: On bad arguments, an empty or non-finite ``x0``, or a
+            non-finite/non-scalar ``f``.
+        TypeError: If ``f`` is not callable, or ``x0`` is not numeric.
 
     Example:
         >>> import numpy as np
@@ -140,7 +158,12 @@ def minimize(
     """
     from cocd.optim import block_size_for_budget
 
-    x = np.array(x0, dtype=np.float64, copy=True)
+    if not callable(f):
+        raise TypeError(f"f must be callable, got {type(f).__name__}")
+    try:
+        x = np.array(x0, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"x0 must be an array-like of floats, got {type(x0).__name__}") from e
     shape = x.shape
     x = x.reshape(-1)
     d = x.size
@@ -166,7 +189,13 @@ def minimize(
     def call(z: np.ndarray) -> float:
         nonlocal nfev
         nfev += 1
-        v = np.asarray(f(z.reshape(shape)), dtype=np.float64)
+        out = f(z.reshape(shape))
+        if out is None:
+            raise ValueError("f returned None; it must return a finite scalar")
+        try:
+            v = np.asarray(out, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"f must return a finite scalar, got {type(out).__name__}") from e
         if v.size != 1 or not np.isfinite(v).all():
             raise ValueError(f"f must return a finite scalar, got {v!r}")
         return float(v.reshape(()))

@@ -72,7 +72,12 @@ def _as_loss(value: Any, what: str) -> float:
     """The closure's return value as a finite Python float, or a clear error."""
     if value is None:
         raise ValueError(f"{what} returned None; it must return the loss (a scalar)")
-    t = torch.as_tensor(value)
+    try:
+        t = torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(
+            f"{what} must return the loss as a number or tensor, got {type(value).__name__}"
+        ) from e
     if t.numel() != 1:
         raise ValueError(f"{what} must return a scalar loss, got shape {tuple(t.shape)}")
     v = float(t.detach().reshape(()).item())
@@ -128,12 +133,23 @@ class _ZerothOrder(torch.optim.Optimizer):
             raise ValueError(
                 f"{type(self).__name__}.step needs a closure that returns the loss on a fixed batch"
             )
+        if not callable(closure):
+            raise TypeError(f"closure must be callable, got {type(closure).__name__}")
         self._gstate["queries"] += 1
         return _as_loss(closure(), "closure")
 
     def _batched(self, batched_closure: BatchedClosure, X: torch.Tensor) -> torch.Tensor:
+        if not callable(batched_closure):
+            raise TypeError(
+                f"batched_closure must be callable, got {type(batched_closure).__name__}"
+            )
         out = batched_closure(X)
-        out = torch.as_tensor(out)
+        try:
+            out = torch.as_tensor(out)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise TypeError(
+                f"batched_closure must return a tensor of losses, got {type(out).__name__}"
+            ) from e
         if out.shape != (X.shape[0],):
             raise ValueError(
                 f"batched_closure must return shape ({X.shape[0]},) for {X.shape[0]} parameter "
@@ -174,16 +190,18 @@ class _ZerothOrder(torch.optim.Optimizer):
         for r, (a, j) in enumerate(self._locate(idx)):
             flat = self._params[a].data.view(-1)
             saved = flat[j].clone()
-            flat[j] = saved + h
-            fp = self._evaluate(closure)
-            if central:
-                flat[j] = saved - h
-                fm = self._evaluate(closure)
+            try:  # the saved value goes back even when the closure raises
+                flat[j] = saved + h
+                fp = self._evaluate(closure)
+                if central:
+                    flat[j] = saved - h
+                    fm = self._evaluate(closure)
+            finally:
                 flat[j] = saved
+            if central:
                 est[r] = (fp - fm) / (2 * h)
                 mean += (fp + fm) / (2 * k)
             else:
-                flat[j] = saved
                 est[r] = (fp - f0) / h
         return (mean if central else f0), est
 
@@ -205,12 +223,14 @@ class _ZerothOrder(torch.optim.Optimizer):
         est = torch.empty(k, dtype=torch.float64)
         saved = [p.detach().clone() for p in self._params]
         for r in range(k):
-            for a, p in enumerate(self._params):
-                lo, hi = int(self._offsets[a]), int(self._offsets[a + 1])
-                p.data.add_(U[r, lo:hi].view_as(p), alpha=h)
-            est[r] = (self._evaluate(closure) - f0) / h
-            for p, s in zip(self._params, saved, strict=True):
-                p.data.copy_(s)
+            try:  # the saved values go back even when the closure raises
+                for a, p in enumerate(self._params):
+                    lo, hi = int(self._offsets[a]), int(self._offsets[a + 1])
+                    p.data.add_(U[r, lo:hi].view_as(p), alpha=h)
+                est[r] = (self._evaluate(closure) - f0) / h
+            finally:
+                for p, s in zip(self._params, saved, strict=True):
+                    p.data.copy_(s)
         return f0, est
 
     def _setup_order(self, order: str, seed: int) -> None:
