@@ -3,7 +3,7 @@
 Same code, config, splits (2000..2004) and seeds as the image task of the default run;
 prints every method's test accuracy, the DMoL per-depth accuracies, the growth events,
 claim 2's verdict (the experiment's ``Claim.non_inferior``, margin 1 point) and the CPU
-seconds of the task. Used when the whole default run could not be rerun in time.
+seconds of the task: the image task measured on its own, without the other two.
 
     uv run python packages/dmol/benchmarks/image_default.py
 """
