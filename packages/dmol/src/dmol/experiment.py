@@ -4,7 +4,7 @@ Three tasks, each with the same blocks trained by backpropagation (BP) and by DM
 
 - graphs (over-smoothing): a plain deep GCN on the core's ``stdlib_imports`` graph
   (732 modules, 13 classes), 20% labelled nodes, test accuracy per depth;
-- images: MNIST-5k (4000 train / 1000 test), a residual MLP of 8 blocks;
+- images: MNIST-5k (4000 train / 1000 test), a CNN of 8 residual blocks;
 - diffusion: DDPM noise prediction on sklearn's 8x8 digits, a residual MLP denoiser of
   8 blocks; held-out denoising loss after equal steps.
 
