@@ -1,8 +1,9 @@
 """Time per step and peak activation memory: DMoL vs end-to-end BP, same blocks.
 
 Run: ``uv run python packages/dmol/benchmarks/bench_dmol.py`` (output beside it in
-``bench_dmol.txt``). For each net (residual MLP on an MNIST-shaped batch of 256; plain
-GCN on the core's ``stdlib_imports`` graph) and depth 8 / 16 / 32:
+``bench_dmol.txt``). For each net (the experiment's MNIST CNN, ``cnn_net`` with 8
+channels at 7x7 and flattened heads, on an MNIST-shaped batch of 64; plain GCN on the
+core's ``stdlib_imports`` graph) and depth 8 / 16 / 32:
 
 - time per training step, DMoL (``DMoLTrainer.step``) and BP (``BPTrainer.step``),
   interleaved in one process (``icml26_core.timing.compare_times``), as the ratio of
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from dmol import BPTrainer, DMoLTrainer, gcn_net, mlp_net, normalized_adjacency
+from dmol import BPTrainer, DMoLTrainer, cnn_net, gcn_net, normalized_adjacency
 from icml26_core.datasets import load_graph
 from icml26_core.timing import compare_times
 
@@ -71,8 +72,8 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     lines = [f"# bench_dmol: torch {torch.__version__}, 1 thread", ""]
-    x = torch.randn(256, 784)
-    y = torch.randint(0, 10, (256,))
+    x = torch.randn(64, 1, 28, 28)
+    y = torch.randint(0, 10, (64,))
     g = load_graph("stdlib_imports")
     gx = torch.tensor(g.x, dtype=torch.float32).to_sparse()
     gy = torch.tensor(g.y, dtype=torch.long)
@@ -83,8 +84,8 @@ def main() -> None:
         return F.cross_entropy(z[tr], t[tr])
 
     cases = {
-        "MLP (MNIST batch 256, width 64)": (
-            lambda d: mlp_net(784, 64, 10, d),
+        "CNN (MNIST batch 64, 8 ch, 7x7)": (
+            lambda d: cnn_net(1, 8, 10, d, pool=7),  # the experiment's image net
             F.cross_entropy,
             (x, y),
         ),

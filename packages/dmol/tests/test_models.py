@@ -91,7 +91,14 @@ def test_bad_sizes_and_edges_name_the_argument():
 
 
 def test_conv_nets_shapes_zero_beliefs_and_downsampling():
-    from dmol import ConvResBlock, cnn_net, resnet18_net, time_embedding, unet_denoiser
+    from dmol import (
+        ConvResBlock,
+        cnn_net,
+        pool_head,
+        resnet18_net,
+        time_embedding,
+        unet_denoiser,
+    )
 
     torch.manual_seed(0)
     x = torch.randn(3, 1, 28, 28)
@@ -100,6 +107,16 @@ def test_conv_nets_shapes_zero_beliefs_and_downsampling():
     assert net.depth == 8 and len(zs) == 8
     for z in zs:  # zeroed heads: every belief starts at 0
         torch.testing.assert_close(z, torch.zeros(3, 10), rtol=0, atol=0)
+    flat = cnn_net(1, 4, 10, 8, pool=7).eval()  # flattened heads on the 7x7 maps
+    assert flat.heads[0][-1].in_features == 4 * 7 * 7
+    torch.testing.assert_close(flat(x), torch.zeros(3, 10), rtol=0, atol=0)
+    head = pool_head(4, 10, 7)
+    with torch.no_grad():
+        head[-1].weight.normal_()
+    h = torch.randn(2, 4, 7, 7)  # pooling a 7x7 map to 7x7 is the identity: a flat head
+    torch.testing.assert_close(head(h), h.flatten(1) @ head[-1].weight.t())
+    with pytest.raises(ValueError, match="size"):
+        pool_head(4, 10, 0)
     res = resnet18_net(1, 10, width=2).eval()
     assert res.depth == 8
     assert [b.conv2.out_channels for b in list(res.blocks)[1:]] == [2, 4, 4, 8, 8, 16, 16]

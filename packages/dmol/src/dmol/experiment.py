@@ -4,7 +4,7 @@ Three tasks, each with the same blocks trained by backpropagation (BP) and by DM
 
 - graphs (over-smoothing): a plain deep GCN on the core's ``stdlib_imports`` graph
   (732 modules, 13 classes), 20% labelled nodes, test accuracy per depth;
-- images: MNIST-5k (4000 train / 1000 test), a residual MLP of 8 blocks;
+- images: MNIST-5k (4000 train / 1000 test), a CNN of 8 residual blocks;
 - diffusion: DDPM noise prediction on sklearn's 8x8 digits, a residual MLP denoiser of
   8 blocks; held-out denoising loss after equal steps.
 
@@ -41,14 +41,36 @@ from dmol.train import BPTrainer, DMoLTrainer
 CONFIG: dict[str, dict[str, Any]] = {
     "smoke": {
         "graph": {"depths": (2, 4), "epochs": 5, "splits": 2, "dim": 64},
-        "image": {"arch": "cnn", "n": (400, 100), "epochs": 1, "seeds": 2, "width": 8},
+        "image": {
+            "arch": "cnn",
+            "n": (400, 100),
+            "epochs": 1,
+            "seeds": 2,
+            "width": 8,
+            "pool": 7,
+            "batch": 64,
+            "lr": 3e-3,
+        },
         "diffusion": {"arch": "mlp", "steps": 20, "seeds": 2, "width": 64},
     },
     "default": {
         # depth 16 and 32 (the claim's depths) at hidden 64; 50 epochs (not the issue's
         # 200) so that the run stays under 10 min of CPU
         "graph": {"depths": (2, 16, 32), "epochs": 50, "splits": 5, "dim": 64},
-        "image": {"arch": "cnn", "n": (4000, 1000), "epochs": 3, "seeds": 5, "width": 8},
+        # the image net was chosen on a validation split (split seed 9000, torch seed 7000;
+        # benchmarks/image_validation.txt): 8 channels at 7x7, flattened 7x7 heads, batch
+        # 64, 2 epochs (126 steps), Adam lr 3e-3; the old 3 epochs at batch 256 with
+        # globally pooled heads stayed near chance
+        "image": {
+            "arch": "cnn",
+            "n": (4000, 1000),
+            "epochs": 2,
+            "seeds": 5,
+            "width": 8,
+            "pool": 7,
+            "batch": 64,
+            "lr": 3e-3,
+        },
         "diffusion": {"arch": "mlp", "steps": 300, "seeds": 5, "width": 64},
     },
     "full": {
@@ -165,7 +187,7 @@ def _batches(n: int, batch: int, gen: torch.Generator) -> list[torch.Tensor]:
 def _image_net(cfg: dict[str, Any], belief: str) -> DMoLNet:
     if cfg["arch"] == "resnet18":  # full scale: 8 basic blocks, 64..512 channels
         return resnet18_net(1, 10, width=cfg["width"], belief=belief)
-    return cnn_net(1, cfg["width"], 10, 8, belief=belief)
+    return cnn_net(1, cfg["width"], 10, 8, pool=cfg.get("pool", 1), belief=belief)
 
 
 def _image_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
@@ -175,13 +197,19 @@ def _image_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
     X, Y = load_mnist()
     X = X.reshape(-1, 1, 28, 28)
     (n_train, n_test), epochs, seeds = cfg["n"], cfg["epochs"], cfg["seeds"]
-    depth, start, batch = 8, 4, 256
-    # dynamic depth 4 -> 6 -> 8 (two blocks at a time, at 1/3 and 2/3 of training); at 1
-    # epoch (smoke) both growths fall on epoch 0, so add them up: the net ends at depth 8
+    depth, start = 8, 4
+    batch, lr = cfg.get("batch", 256), cfg.get("lr", 1e-3)
+    split_seed = cfg.get("split_seed", 2000)  # validation runs use other splits and seeds
+    # dynamic depth 4 -> 6 -> 8 (two blocks at a time, before the steps at 1/3 and 2/3
+    # of training); if both fall on one step (a tiny run), add them up: it ends at depth 8
+    total = epochs * -(-n_train // batch)
     grow_at: dict[int, int] = {}
-    for at in (epochs // 3, (2 * epochs) // 3):
+    for at in (total // 3, (2 * total) // 3):
         grow_at[at] = grow_at.get(at, 0) + 2
-    methods = ("BP", "BP + deep supervision", "DGL (greedy local)", "DMoL", "DMoL grown 4 -> 8")
+    methods = cfg.get(
+        "methods",
+        ("BP", "BP + deep supervision", "DGL (greedy local)", "DMoL", "DMoL grown 4 -> 8"),
+    )
     acc: dict[str, list[float]] = {m: [] for m in methods}
     cpu: dict[str, list[float]] = {m: [] for m in methods}
     per_depth: list[list[float]] = []
@@ -190,36 +218,38 @@ def _image_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
     truncated: list[float] = []
     jobs = [(s, m) for s in range(seeds) for m in methods]
     for s, method in ctx.progress(jobs, f"images: MNIST-5k {cfg['arch']} of {depth} blocks"):
-        perm = np.random.default_rng(2000 + s).permutation(len(X))
+        perm = np.random.default_rng(split_seed + s).permutation(len(X))
         xtr = torch.tensor(X[perm[:n_train]], device=dev)
         ytr = torch.tensor(Y[perm[:n_train]], device=dev)
         xte = torch.tensor(X[perm[n_train : n_train + n_test]], device=dev)
         yte = torch.tensor(Y[perm[n_train : n_train + n_test]], device=dev)
         mu, sd = xtr.mean(), xtr.std()
         xtr, xte = (xtr - mu) / sd, (xte - mu) / sd
-        torch.manual_seed(s)
+        torch.manual_seed(split_seed - 2000 + s)
         net = _image_net(cfg, "independent" if method.startswith("DGL") else "additive").to(dev)
         spare: list[tuple[nn.Module, nn.Module]] = []
         if method.startswith("DMoL grown"):  # start at depth 4; blocks 5..8 are added later
             spare = list(zip(net.blocks[start:], net.heads[start:], strict=True))
             net.truncate(start)
-        opt = _adam(1e-3)
+        opt = _adam(lr)
         if method.startswith("BP"):
             mode = "deep_supervision" if "deep" in method else "final"
             trainer: Any = BPTrainer(net, F.cross_entropy, opt, mode=mode)
         else:
             trainer = DMoLTrainer(net, F.cross_entropy, opt)
         probe, probe_y = xtr[:1000], ytr[:1000]
-        gen = torch.Generator().manual_seed(s)
+        gen = torch.Generator().manual_seed(split_seed - 2000 + s)
         t0, steps = time.process_time(), 0
-        for epoch in range(epochs):
-            for _ in range(grow_at.get(epoch, 0) if spare else 0):
-                before = float(trainer.objectives(probe, probe_y)[-1])
-                block, head = spare.pop(0)
-                net.grow(block, head)  # its head is zeroed: the belief does not move
-                after = float(trainer.objectives(probe, probe_y)[-1])
-                events.append({"change": net.depth, "seed": s, "before": before, "after": after})
+        for _ in range(epochs):
             for idx in _batches(n_train, batch, gen):
+                for _ in range(grow_at.get(steps, 0) if spare else 0):
+                    before = float(trainer.objectives(probe, probe_y)[-1])
+                    block, head = spare.pop(0)
+                    net.grow(block, head)  # its head is zeroed: the belief does not move
+                    after = float(trainer.objectives(probe, probe_y)[-1])
+                    events.append(
+                        {"change": net.depth, "seed": s, "before": before, "after": after}
+                    )
                 trainer.step(xtr[idx], ytr[idx])
                 steps += 1
         cpu[method].append((time.process_time() - t0) / steps)
@@ -251,6 +281,9 @@ def _image_task(ctx: RunContext, dev: torch.device) -> dict[str, Any]:
         "n_test": n_test,
         "arch": cfg["arch"],
         "width": cfg["width"],
+        "pool": cfg.get("pool", 1),
+        "batch": batch,
+        "lr": lr,
     }
 
 
@@ -420,10 +453,14 @@ def run(ctx: RunContext) -> Result:
     )
 
     # images
+    p = image["pool"]
+    head_kind = "globally pooled" if p == 1 else f"flattened {p}x{p}"
     it = Table(
         f"images: MNIST-5k test accuracy ({image['n_train']}/{image['n_test']}, "
         f"{'ResNet-18-like' if image['arch'] == 'resnet18' else 'CNN'} of 8 residual blocks, "
-        f"{image['width']} channels, {image['epochs']} epochs, mean over seeds)",
+        f"{image['width']} channels, {head_kind} heads, {image['epochs']} epochs, "
+        f"batch {image['batch']}, Adam lr {image['lr']:g}, "
+        "mean over seeds)",
         ["method", "test accuracy", "min", "CPU ms / step", "n"],
     )
     it.add_row(
@@ -562,7 +599,8 @@ def run(ctx: RunContext) -> Result:
     )
     notes = [
         "Constants (lr, widths, epochs) are the issue's or common defaults, not tuned on "
-        "the test data.",
+        "the test data; the image net (flattened heads, batch 64, 2 epochs, lr 3e-3) was "
+        "chosen on a validation split that claim 2 does not read.",
         "All methods of a task share the blocks and the optimizer; BP + PairNorm "
         "(torch_geometric.nn.PairNorm after each propagation) and GCNII "
         "(torch_geometric.nn.GCN2Conv, alpha 0.1, theta 0.5) are the reference "

@@ -321,13 +321,22 @@ class ConvResBlock(nn.Module):
         return skip + self.conv2(torch.relu(self.bn2(self.conv1(a))))
 
 
-def pool_head(channels: int, out_dim: int) -> nn.Module:
-    """Global average pooling, then a zeroed ``Linear(channels, out_dim)``.
+def pool_head(channels: int, out_dim: int, size: int = 1) -> nn.Module:
+    """Average pooling to ``size x size``, flatten, then a zeroed linear layer.
 
-    Maps ``(B, channels, H, W)`` to ``(B, out_dim)``; its output is 0 at initialisation.
+    ``size=1`` is global average pooling (``Linear(channels, out_dim)``); ``size`` equal
+    to the feature map's side keeps every position (a flattened head,
+    ``Linear(channels * size**2, out_dim)``). Maps ``(B, channels, H, W)`` to
+    ``(B, out_dim)``; its output is 0 at initialisation.
+
+    Raises:
+        TypeError, ValueError: If a size is not an integer >= 1.
     """
+    c = check_int("channels", channels, low=1)
+    out_dim = check_int("out_dim", out_dim, low=1)
+    size = check_int("size", size, low=1)
     return zero_head_(
-        nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, out_dim))
+        nn.Sequential(nn.AdaptiveAvgPool2d(size), nn.Flatten(), nn.Linear(c * size * size, out_dim))
     )
 
 
@@ -338,6 +347,7 @@ def cnn_net(
     depth: int,
     *,
     patch: int = 4,
+    pool: int = 1,
     belief: str = "additive",
 ) -> DMoLNet:
     """A CNN of ``depth`` residual blocks as a DMoLNet (the issue's MNIST CNN).
@@ -345,8 +355,9 @@ def cnn_net(
     Block 1 is a patchify stem (``Conv2d(in_channels, channels, patch, stride=patch)``,
     28x28 -> 7x7 for ``patch=4``) followed by a :class:`ConvResBlock`; blocks 2..L are
     :class:`ConvResBlock` of ``channels`` channels at that resolution. Every head is
-    :func:`pool_head`. The net maps float32 images ``(B, in_channels, H, W)`` to beliefs
-    ``(B, out_dim)``.
+    :func:`pool_head` with pooled side ``pool`` (1: global average pooling; 7 with the
+    7x7 maps of ``patch=4`` on 28x28: a flattened head). The net maps float32 images
+    ``(B, in_channels, H, W)`` to beliefs ``(B, out_dim)``.
 
     Args:
         in_channels: Input channels (1 for MNIST).
@@ -354,6 +365,7 @@ def cnn_net(
         out_dim: Size of the belief (the number of classes).
         depth: Number of residual blocks ``L``.
         patch: Stem kernel and stride (``H`` and ``W`` should be multiples of it).
+        pool: Side of the heads' average pooling (see :func:`pool_head`).
         belief: ``"additive"`` (DMoL) or ``"independent"`` (DGL), see :class:`DMoLNet`.
 
     Raises:
@@ -365,10 +377,12 @@ def cnn_net(
     out_dim = check_int("out_dim", out_dim, low=1)
     depth = check_int("depth", depth, low=1)
     patch = check_int("patch", patch, low=1)
+    pool = check_int("pool", pool, low=1)
     stem = nn.Conv2d(cin, c, patch, stride=patch)
     blocks: list[nn.Module] = [nn.Sequential(stem, ConvResBlock(c))]
     blocks += [ConvResBlock(c) for _ in range(depth - 1)]
-    return DMoLNet(blocks, [pool_head(c, out_dim) for _ in range(depth)], belief=belief)
+    heads = [pool_head(c, out_dim, pool) for _ in range(depth)]
+    return DMoLNet(blocks, heads, belief=belief)
 
 
 def resnet18_net(
