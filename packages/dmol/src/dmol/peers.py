@@ -82,6 +82,10 @@ def use_pyg_pairnorm(net: nn.Module, scale: float = 1.0) -> nn.Module:
 
     Both compute the same "PN" normalisation; this makes the BP + PairNorm baseline
     the reference library's. Returns ``net`` (changed in place).
+
+    Raises:
+        ImportError: If torch_geometric is not installed (``pip install "dmol[repro]"``).
+        TypeError, ValueError: If ``scale`` is not a number > 0.
     """
     from torch_geometric.nn import PairNorm as PygPairNorm
 
