@@ -187,3 +187,16 @@ def test_time_embedding_checks_t():
         time_embedding([0, 3], 6)
     with pytest.raises(ValueError, match=r"t: expected a 1-D tensor.*\(2, 2\)"):
         time_embedding(torch.ones(2, 2), 6)
+
+
+def test_peers_without_torch_geometric_say_how_to_install(monkeypatch):
+    # before: a bare "No module named 'torch_geometric'" from inside GCNII.__init__
+    import sys
+
+    from dmol import peers
+
+    monkeypatch.setitem(sys.modules, "torch_geometric.nn", None)
+    with pytest.raises(ImportError, match=r"dmol\[repro\]"):
+        peers.GCNII(4, 8, 3, 2)
+    with pytest.raises(ImportError, match=r"dmol\[repro\]"):
+        peers.use_pyg_pairnorm(gcn_net(4, 8, 3, 2, pairnorm=True))
