@@ -175,3 +175,28 @@ def test_torch_geometric_peers():
     assert out.shape == (n, 3) and torch.isfinite(out).all()
     with pytest.raises(ValueError, match="alpha"):
         GCNII(5, 8, 3, 4, alpha=2.0)
+
+
+def test_time_embedding_checks_t():
+    # before: a list gave AttributeError ('list' has no 'float'), a 2-D t a broadcast error
+    from dmol import time_embedding
+
+    emb = time_embedding(torch.tensor([0, 3]), 6)
+    assert emb.shape == (2, 6) and emb.dtype == torch.float32
+    with pytest.raises(TypeError, match=r"t: expected a 1-D torch.Tensor"):
+        time_embedding([0, 3], 6)
+    with pytest.raises(ValueError, match=r"t: expected a 1-D tensor.*\(2, 2\)"):
+        time_embedding(torch.ones(2, 2), 6)
+
+
+def test_peers_without_torch_geometric_say_how_to_install(monkeypatch):
+    # before: a bare "No module named 'torch_geometric'" from inside GCNII.__init__
+    import sys
+
+    from dmol import peers
+
+    monkeypatch.setitem(sys.modules, "torch_geometric.nn", None)
+    with pytest.raises(ImportError, match=r"dmol\[repro\]"):
+        peers.GCNII(4, 8, 3, 2)
+    with pytest.raises(ImportError, match=r"dmol\[repro\]"):
+        peers.use_pyg_pairnorm(gcn_net(4, 8, 3, 2, pairnorm=True))

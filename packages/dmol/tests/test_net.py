@@ -295,3 +295,16 @@ def test_bp_trainer_refuses_a_grown_or_cut_net():
         trainer.step(x, y)
     fresh = BPTrainer(net, F.cross_entropy, _sgd)
     assert fresh.step(x, y).shape == (1,)
+
+
+def test_block_index_out_of_range_names_the_argument():
+    # before: torch's container IndexError ("index 9 is out of range"), naming nothing
+    net = _net(3)
+    trainer = DMoLTrainer(net, F.cross_entropy, _sgd)
+    for bad in (3, -1):
+        with pytest.raises(ValueError, match=r"index must be an integer >= 0 and <= 2"):
+            net.block_parameters(bad)
+        with pytest.raises(ValueError, match=r"index must be an integer >= 0 and <= 2"):
+            trainer.optimizer(bad)
+    with pytest.raises(TypeError, match="index"):
+        trainer.optimizer(1.0)

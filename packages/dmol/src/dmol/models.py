@@ -60,7 +60,12 @@ class TimeMLPBlock(nn.Module):
     """A residual MLP block that also reads a time embedding: ``block(h, t_emb)``.
 
     The first block (``in_dim != dim``) also embeds the input (a noisy image): it
-    returns ``W_in x + W_t t_emb`` followed by the residual update.
+    returns ``W_in x + W_t t_emb`` followed by the residual update. Maps ``h`` of
+    shape ``(B, in_dim or dim)`` and ``t_emb`` of shape ``(B, time_dim)`` to ``(B, dim)``.
+
+    Raises:
+        TypeError, ValueError: If ``dim``, ``time_dim`` or ``in_dim`` is not an integer
+            >= 1.
     """
 
     def __init__(self, dim: int, time_dim: int, in_dim: int | None = None) -> None:
@@ -272,14 +277,32 @@ def gcn_net(
 def time_embedding(t: torch.Tensor, dim: int, max_period: float = 1000.0) -> torch.Tensor:
     """Sinusoidal embedding of integer steps ``t`` (shape ``(B,)``) -> ``(B, dim)``.
 
+    Args:
+        t: Diffusion steps, a 1-D tensor ``(B,)`` of any real or integer dtype.
+        dim: Embedding size, even (``dim / 2`` cosines, then ``dim / 2`` sines).
+        max_period: Longest period of the frequencies.
+
+    Returns:
+        A float32 tensor ``(B, dim)`` on ``t``'s device.
+
     Raises:
-        ValueError: If ``dim`` is not an even integer >= 2.
+        TypeError: If ``t`` is not a torch tensor, or ``dim`` not an integer.
+        ValueError: If ``t`` is not 1-D, or ``dim`` is not an even integer >= 2.
     """
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(
+            f"t: expected a 1-D torch.Tensor of steps (B,), got {type(t).__name__} "
+            "(use torch.as_tensor(t))"
+        )
+    if t.ndim != 1:
+        raise ValueError(f"t: expected a 1-D tensor of steps (B,), got shape {tuple(t.shape)}")
     dim = check_int("dim", dim, low=2)
     if dim % 2:
         raise ValueError(f"dim: must be even (cos and sin halves), got {dim}")
     half = dim // 2
-    freqs = torch.exp(-math.log(max_period) * torch.arange(half, dtype=torch.float32) / half)
+    freqs = torch.exp(
+        -math.log(max_period) * torch.arange(half, dtype=torch.float32, device=t.device) / half
+    )
     args = t.float()[:, None] * freqs[None]
     return torch.cat([torch.cos(args), torch.sin(args)], dim=1)
 

@@ -248,7 +248,12 @@ class DMoLNet(nn.Module):
         return self
 
     def block_parameters(self, index: int) -> list[nn.Parameter]:
-        """Parameters of block ``index`` and its head (what its local objective trains)."""
+        """Parameters of block ``index`` and its head (what its local objective trains).
+
+        Raises:
+            TypeError, ValueError: If ``index`` is not an integer in ``0..depth-1``.
+        """
+        index = check_int("index", index, low=0, high=self.depth - 1)
         return [*self.blocks[index].parameters(), *self.heads[index].parameters()]
 
     def extra_repr(self) -> str:

@@ -13,6 +13,17 @@ from torch import nn
 __all__ = ["GCNII", "use_pyg_pairnorm"]
 
 
+def _pyg_nn():
+    """``torch_geometric.nn``, or an ImportError that says how to install it."""
+    try:
+        import torch_geometric.nn as pyg_nn
+    except ModuleNotFoundError as e:
+        raise ImportError(
+            'dmol.peers needs torch_geometric: pip install "dmol[repro]" (or torch-geometric)'
+        ) from e
+    return pyg_nn
+
+
 class GCNII(nn.Module):
     """GCNII (Chen et al., ICML 2020) with ``torch_geometric.nn.GCN2Conv`` layers.
 
@@ -36,6 +47,7 @@ class GCNII(nn.Module):
         dropout: Dropout probability, in ``[0, 1)``.
 
     Raises:
+        ImportError: If torch_geometric is not installed (``pip install "dmol[repro]"``).
         TypeError, ValueError: If a size is not an integer >= 1, or ``alpha``,
             ``theta`` or ``dropout`` is out of range.
     """
@@ -52,7 +64,7 @@ class GCNII(nn.Module):
         dropout: float = 0.5,
     ) -> None:
         super().__init__()
-        from torch_geometric.nn import GCN2Conv
+        GCN2Conv = _pyg_nn().GCN2Conv
 
         in_dim, dim = check_int("in_dim", in_dim, low=1), check_int("dim", dim, low=1)
         out_dim = check_int("out_dim", out_dim, low=1)
@@ -82,8 +94,12 @@ def use_pyg_pairnorm(net: nn.Module, scale: float = 1.0) -> nn.Module:
 
     Both compute the same "PN" normalisation; this makes the BP + PairNorm baseline
     the reference library's. Returns ``net`` (changed in place).
+
+    Raises:
+        ImportError: If torch_geometric is not installed (``pip install "dmol[repro]"``).
+        TypeError, ValueError: If ``scale`` is not a number > 0.
     """
-    from torch_geometric.nn import PairNorm as PygPairNorm
+    PygPairNorm = _pyg_nn().PairNorm
 
     from dmol.models import GCNLayer
 

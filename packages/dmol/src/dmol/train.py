@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from icml26_core.validation import check_choice
+from icml26_core.validation import check_choice, check_int
 from torch import nn
 
 from dmol.net import DMoLNet, describe
@@ -89,7 +89,13 @@ class DMoLTrainer:
         self._optimizers: list[tuple[nn.Module | None, torch.optim.Optimizer | None]] = []
 
     def optimizer(self, index: int) -> torch.optim.Optimizer:
-        """The optimizer of block ``index`` (made on first use)."""
+        """The optimizer of block ``index`` (made on first use).
+
+        Raises:
+            TypeError, ValueError: If ``index`` is not an integer in ``0..depth-1``.
+            TypeError: If ``optimizer_factory`` does not return a ``torch.optim.Optimizer``.
+        """
+        index = check_int("index", index, low=0, high=self.net.depth - 1)
         block = self.net.blocks[index]
         while len(self._optimizers) <= index:
             self._optimizers.append((None, None))
