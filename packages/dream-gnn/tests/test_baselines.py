@@ -17,34 +17,6 @@ from dream_gnn import (
 from torch_geometric.data import Data
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def _sbm(seed=0, n_per=40, C=3, p_in=0.2, p_out=0.01, n_feat=20):
-    rng = np.random.default_rng(seed)
-    y = np.repeat(np.arange(C), n_per)
-    n = y.size
-    P = np.where(y[:, None] == y[None, :], p_in, p_out)
-    A = np.triu(rng.random((n, n)) < P, 1)
-    src, dst = np.nonzero(A)
-    ei = np.concatenate([np.stack([src, dst]), np.stack([dst, src])], axis=1)
-    x = rng.normal(size=(C, n_feat))[y] * 0.5 + rng.normal(size=(n, n_feat))
-    return Data(x=torch.tensor(x, dtype=torch.float32), edge_index=torch.tensor(ei)), y
-
-
-def _masks(n, seed=0):
-    perm = np.random.default_rng(seed).permutation(n)
-    train, val = np.zeros(n, bool), np.zeros(n, bool)
-    train[perm[: n // 2]] = True
-    val[perm[n // 2 : 3 * n // 4]] = True
-    return torch.tensor(train), torch.tensor(val)
-
-
 # ---------------------------------------------------------------- co-teaching
 def test_forget_rate_schedule_ramps_linearly_then_stays():
     r = forget_rate_schedule(15, 0.4, num_gradual=10)
@@ -68,11 +40,11 @@ def test_small_loss_selection_keeps_the_smallest():
         small_loss_selection(torch.zeros(2, 2), 0.1)
 
 
-def test_coteaching_without_forgetting_is_cross_entropy_training():
+def test_coteaching_without_forgetting_is_cross_entropy_training(sbm, masks):
     # no dropout and forget rate 0: each network sees every labelled node, so the first
     # one trains exactly like fit_classifier's cross-entropy loop
-    data, y = _sbm()
-    tm, vm = _masks(y.size)
+    data, y = sbm()
+    tm, vm = masks(y.size)
     torch.manual_seed(0)
     m = GCN(20, 16, 3, dropout=0.0)
     ref = copy.deepcopy(m)
@@ -84,7 +56,7 @@ def test_coteaching_without_forgetting_is_cross_entropy_training():
         torch.testing.assert_close(a, b)
 
 
-def test_coteaching_trains_on_the_peers_small_loss_nodes(monkeypatch):
+def test_coteaching_trains_on_the_peers_small_loss_nodes(monkeypatch, sbm, masks):
     # the nodes each network steps on are the peer's small-loss set of the scheduled size
     import dream_gnn.baselines as bl
 
@@ -97,8 +69,8 @@ def test_coteaching_trains_on_the_peers_small_loss_nodes(monkeypatch):
         return out
 
     monkeypatch.setattr(bl, "small_loss_selection", spy)
-    data, y = _sbm()
-    tm, _ = _masks(y.size)
+    data, y = sbm()
+    tm, _ = masks(y.size)
     noisy = torch.from_numpy(add_label_noise(y, 0.3, mask=tm.numpy(), seed=0))
     torch.manual_seed(0)
     coteaching(GCN(20, 16, 3), GCN(20, 16, 3), data, tm, noisy, 14, forget_rate=0.3)
@@ -114,10 +86,10 @@ def test_coteaching_trains_on_the_peers_small_loss_nodes(monkeypatch):
 
 
 # ---------------------------------------------------------------- cleanlab
-def test_cleanlab_flags_a_noisier_set_than_it_keeps():
+def test_cleanlab_flags_a_noisier_set_than_it_keeps(sbm, masks):
     pytest.importorskip("cleanlab")
-    data, y = _sbm(seed=4, n_per=50)
-    tm, vm = _masks(y.size, seed=1)
+    data, y = sbm(seed=4, n_per=50)
+    tm, vm = masks(y.size, seed=1)
     noisy = add_label_noise(y, 0.3, mask=(tm | vm).numpy(), seed=0)
     keep, probs = cleanlab_filter(
         lambda: GCN(20, 16, 3), data, tm, torch.from_numpy(noisy), 40, folds=3, val_mask=vm
@@ -134,9 +106,9 @@ def test_cleanlab_flags_a_noisier_set_than_it_keeps():
 
 
 # ---------------------------------------------------------------- correct and smooth
-def test_correct_and_smooth_helps_a_weak_base_on_a_homophilous_graph():
-    data, y = _sbm(seed=2, p_in=0.3)
-    tm, _ = _masks(y.size)
+def test_correct_and_smooth_helps_a_weak_base_on_a_homophilous_graph(sbm, masks):
+    data, y = sbm(seed=2, p_in=0.3)
+    tm, _ = masks(y.size)
     te = ~tm.numpy()
     rng = np.random.default_rng(0)
     base = F.softmax(torch.tensor(rng.normal(size=(y.size, 3)), dtype=torch.float32), 1)

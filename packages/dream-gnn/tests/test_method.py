@@ -17,39 +17,6 @@ nx = pytest.importorskip("networkx")
 from torch_geometric.data import Data  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # tiny graphs: torch's thread pool only costs time on a shared 2-core machine
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def _sbm(seed=0, n_per=40, C=3, p_in=0.2, p_out=0.01, n_feat=20):
-    rng = np.random.default_rng(seed)
-    y = np.repeat(np.arange(C), n_per)
-    n = y.size
-    P = np.where(y[:, None] == y[None, :], p_in, p_out)
-    A = np.triu(rng.random((n, n)) < P, 1)
-    src, dst = np.nonzero(A)
-    ei = np.concatenate([np.stack([src, dst]), np.stack([dst, src])], axis=1)
-    centers = rng.normal(size=(C, n_feat))
-    x = centers[y] * 0.5 + rng.normal(size=(n, n_feat))
-    data = Data(x=torch.tensor(x, dtype=torch.float32), edge_index=torch.tensor(ei))
-    return data, y
-
-
-def _masks(n, seed=0):
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(n)
-    train = np.zeros(n, bool)
-    val = np.zeros(n, bool)
-    train[perm[: n // 2]] = True
-    val[perm[n // 2 : 3 * n // 4]] = True
-    return torch.tensor(train), torch.tensor(val)
-
-
 # ---------------------------------------------------------------- PageRank
 @pytest.mark.parametrize("dense_max", [10_000, 1])
 def test_ppr_matches_networkx(dense_max):
@@ -102,8 +69,8 @@ def test_gce_limits():
 
 # ---------------------------------------------------------------- noise
 @pytest.mark.parametrize("kind", ["uniform", "pair", "structure"])
-def test_noise_rate_exact_and_mapping(kind):
-    data, y = _sbm(seed=2)
+def test_noise_rate_exact_and_mapping(kind, sbm):
+    data, y = sbm(seed=2)
     mask = np.zeros(y.size, bool)
     mask[::2] = True
     noisy = add_label_noise(y, 0.4, kind, edge_index=data.edge_index, mask=mask, seed=5)
@@ -150,9 +117,9 @@ def test_noise_errors():
 
 
 # ---------------------------------------------------------------- trainer
-def test_no_reweighting_equals_cross_entropy_training():
-    data, y = _sbm()
-    tm, vm = _masks(y.size)
+def test_no_reweighting_equals_cross_entropy_training(sbm, masks):
+    data, y = sbm()
+    tm, vm = masks(y.size)
     yt = torch.tensor(y)
     torch.manual_seed(0)
     m1 = GCN(20, 16, 3)
@@ -166,9 +133,9 @@ def test_no_reweighting_equals_cross_entropy_training():
         torch.testing.assert_close(a, b)
 
 
-def test_anchors_exclude_self_and_are_labelled():
-    data, y = _sbm()
-    tm, vm = _masks(y.size)
+def test_anchors_exclude_self_and_are_labelled(sbm, masks):
+    data, y = sbm()
+    tm, vm = masks(y.size)
     torch.manual_seed(0)
     tr = DREAMTrainer(GCN(20, 16, 3), k_proximity=4, k_topology=5, warmup=5, every=5)
     tr.fit(data, tm, torch.tensor(y), 20, val_mask=vm)
@@ -183,9 +150,9 @@ def test_anchors_exclude_self_and_are_labelled():
         assert len(set(row[:4].tolist())) == 4 and len(set(row[4:].tolist())) == 5
 
 
-def test_topology_anchors_are_top_ppr():
-    data, y = _sbm(seed=1)
-    tm, _ = _masks(y.size, seed=1)
+def test_topology_anchors_are_top_ppr(sbm, masks):
+    data, y = sbm(seed=1)
+    tm, _ = masks(y.size, seed=1)
     torch.manual_seed(0)
     tr = DREAMTrainer(GCN(20, 8, 3), k_proximity=0, k_topology=3, warmup=0, ppr_alpha=0.2)
     tr.fit(data, tm, torch.tensor(y), 2)
@@ -199,9 +166,9 @@ def test_topology_anchors_are_top_ppr():
         assert v not in tr.anchors_[i].tolist()
 
 
-def test_clean_nodes_get_larger_weights_on_sbm():
-    data, y = _sbm(seed=4, n_per=50)
-    tm, vm = _masks(y.size, seed=4)
+def test_clean_nodes_get_larger_weights_on_sbm(sbm, masks):
+    data, y = sbm(seed=4, n_per=50)
+    tm, vm = masks(y.size, seed=4)
     mask = (tm | vm).numpy()
     noisy = add_label_noise(y, 0.3, "uniform", mask=mask, seed=4)
     torch.manual_seed(0)
@@ -213,9 +180,9 @@ def test_clean_nodes_get_larger_weights_on_sbm():
     assert w[clean].mean() > w[~clean].mean() + 0.3
 
 
-def test_relabel_fixes_some_noisy_labels_and_keeps_input():
-    data, y = _sbm(seed=4, n_per=50)
-    tm, vm = _masks(y.size, seed=4)
+def test_relabel_fixes_some_noisy_labels_and_keeps_input(sbm, masks):
+    data, y = sbm(seed=4, n_per=50)
+    tm, vm = masks(y.size, seed=4)
     noisy = add_label_noise(y, 0.3, "pair", mask=(tm | vm).numpy(), seed=4)
     noisy_t = torch.tensor(noisy)
     torch.manual_seed(0)
@@ -229,9 +196,9 @@ def test_relabel_fixes_some_noisy_labels_and_keeps_input():
     assert (tr.labels_.numpy()[idx][changed] == y[idx][changed]).mean() > 0.6
 
 
-def test_determinism():
-    data, y = _sbm()
-    tm, vm = _masks(y.size)
+def test_determinism(sbm, masks):
+    data, y = sbm()
+    tm, vm = masks(y.size)
     out = []
     for _ in range(2):
         torch.manual_seed(3)
@@ -241,9 +208,9 @@ def test_determinism():
     torch.testing.assert_close(out[0], out[1])
 
 
-def test_trainer_errors():
-    data, y = _sbm(n_per=5)
-    tm, _ = _masks(y.size)
+def test_trainer_errors(sbm, masks):
+    data, y = sbm(n_per=5)
+    tm, _ = masks(y.size)
     yt = torch.tensor(y)
     L = int(tm.sum())
     with pytest.raises(ValueError, match="k_proximity"):
@@ -265,10 +232,10 @@ def test_trainer_errors():
         DREAMTrainer(GCN(20, 4, 3), ppr_alpha=0.0)
 
 
-def test_bad_inputs_name_the_argument():
+def test_bad_inputs_name_the_argument(sbm, masks):
     # found by review: these reached torch/numpy/PyG and failed there, or passed silently
-    data, y = _sbm(n_per=5)
-    tm, _ = _masks(y.size)
+    data, y = sbm(n_per=5)
+    tm, _ = masks(y.size)
     yt = torch.tensor(y)
     with pytest.raises(ValueError, match=r"data\.x is torch\.float64"):
         DREAMTrainer(GCN(20, 4, 3), 1, 1).fit(
