@@ -144,6 +144,21 @@ def test_check_mixing_matrix_names_what_fails():
         check_mixing_matrix(np.full((2, 2), np.nan))
 
 
+def test_check_mixing_matrix_float32_message_names_the_deviation_and_atol():
+    # float32 rows sum to 1 only to ~1e-7: the message must say by how much and how to
+    # pass, not a rounded "sums to 1 (must be 1)".
+    W = mixing_matrix(topology("ring", 16))
+    W32 = (W / W.sum(axis=1, keepdims=True)).astype(np.float32)
+    if np.max(np.abs(W32.astype(np.float64).sum(axis=1) - 1)) <= 1e-10:
+        W32[0, 0] = np.nextafter(W32[0, 0], np.float32(1))  # make the round-off visible
+    with pytest.raises(ValueError, match=r"float32: pass a larger atol") as info:
+        check_mixing_matrix(W32)
+    assert "sums to 1 (must be 1)" not in str(info.value)
+    assert "atol=1e-10" in str(info.value)
+    M = check_mixing_matrix(W32, atol=1e-6)
+    assert M.dtype == np.float64
+
+
 def test_one_peer_exponential_averages_exactly_in_log2_n_rounds():
     n = 8
     prod = np.eye(n)

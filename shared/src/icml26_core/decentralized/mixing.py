@@ -363,6 +363,7 @@ def check_mixing_matrix(
     """
     if hasattr(W, "detach"):
         W = W.detach().cpu().numpy()
+    in_dtype = getattr(W, "dtype", None)
     M = np.array(W, dtype=np.float64, copy=True)
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty square matrix, got shape {M.shape}")
@@ -376,8 +377,14 @@ def check_mixing_matrix(
         bad = "row" if np.max(np.abs(rows - 1)) > atol else "column"
         sums = rows if bad == "row" else cols
         k = int(np.argmax(np.abs(sums - 1)))
+        # A float32 matrix sums to 1 only to ~1e-7: name the deviation and the fix, not
+        # a rounded "sums to 1 (must be 1)".
+        hint = ""
+        if in_dtype is not None and str(in_dtype) in ("float32", "float16"):
+            hint = f"; {name} is {in_dtype}: pass a larger atol (e.g. 1e-6) or float64"
         raise ValueError(
-            f"{name} is not doubly stochastic: {bad} {k} sums to {sums[k]:.6g} (must be 1)"
+            f"{name} is not doubly stochastic: {bad} {k} sums to 1 {sums[k] - 1:+.3g} "
+            f"(must be 1 within atol={atol:g}){hint}"
         )
     if symmetric and np.max(np.abs(M - M.T)) > atol:
         raise ValueError(
