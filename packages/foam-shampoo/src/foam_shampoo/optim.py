@@ -24,8 +24,11 @@ and eigenvalues ``Lambda``; every ``check_every`` steps it computes
 
     e = ||Q^T L_t Q - Lambda||_F / ||Lambda||_F
 
-(two matrix products, no decomposition; it measures both eigenvalue drift and the
-rotation of the basis, and is 0 right after a decomposition). Then
+(no decomposition; it measures both eigenvalue drift and the rotation of the basis,
+and is 0 right after a decomposition). As ``Q`` is orthogonal the numerator equals
+``||L_t - Q Lambda Q^T||_F``, and ``Q Lambda Q^T`` is the factor that was decomposed
+(to rounding), so FOAM keeps that factor and computes ``e`` with one subtraction,
+O(n^2), instead of two n x n matrix products. Then
 
 1. frequency: the factor is decomposed again when ``e > tau`` (never sooner than
    ``min_gap`` steps after the last ``eigh``, always after ``max_gap`` steps);
@@ -198,7 +201,8 @@ class Shampoo(torch.optim.Optimizer):
         timings: Seconds spent per phase when ``profile`` is on (else zeros).
 
     The optimizer's state holds, for every preconditioned parameter ``p``, under
-    ``state[p]``: ``"L"``, ``"R"`` (statistics), ``"Q_L"``, ``"eig_L"``, ``"root_L"``
+    ``state[p]``: ``"L"``, ``"R"`` (statistics), ``"Q_L"``, ``"eig_L"``, ``"root_L"``,
+    with an adaptive control ``"ref_L"`` (the factor as decomposed, for the error)
     (and ``_R``), and the Python numbers ``"eighs_L"`` (eigendecompositions so far),
     ``"error_L"`` (last measured staleness error), ``"damping_L"`` (the absolute
     ``lam`` in use), ``"last_eigh_L"`` (its step). :meth:`factor_stats` lists them.
@@ -581,7 +585,9 @@ def staleness_error(optimizer: Shampoo) -> dict[int, dict[str, float]]:
 
     ``e = ||Q^T X Q - Lambda||_F / ||Lambda||_F`` for each factor ``X`` (``L`` and
     ``R``) with ``Q, Lambda`` from its last ``eigh``: 0 right after a decomposition,
-    growing as the statistics drift from it. Two matrix products per factor.
+    growing as the statistics drift from it. One subtraction per factor, O(n^2), when
+    the state keeps the decomposed factor (FOAM and the adaptive-frequency ablation);
+    two n x n matrix products otherwise (fixed-frequency Shampoo).
 
     Args:
         optimizer: A :class:`Shampoo` or :class:`FOAM` that has taken a step.
