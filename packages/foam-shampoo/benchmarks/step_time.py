@@ -10,7 +10,17 @@ method, the methods in a rotated order each round (all of them under the same lo
 median(FOAM) over the rounds, with the paired bootstrap 95% CI of
 :func:`icml26_core.stats.ratio_of_medians`. One torch thread, float32, CPU.
 
-    uv run python packages/foam-shampoo/benchmarks/step_time.py [--sizes 256 784 1024 2048]
+    uv run python packages/foam-shampoo/benchmarks/step_time.py \
+        [--sizes 256 784:20:5:6 1024:5:5:2 2048:2:5:1]
+
+A size may carry its own ``:warmup:repeats:block`` (an f=1 step at n = 2048 costs seconds,
+``pytorch_optimizer.Shampoo``'s SVDs more, so the large sizes take few, short rounds).
+Besides the median ms/step (the ratios and their CIs are of medians) the output gives
+the mean over all timed steps and the ratio of means: when a block is shorter than a
+method's refresh period, the median block can miss the periodic ``eigh`` that the mean
+counts. It also gives each method's eigendecompositions inside the timed
+rounds (ours only): FOAM's cost per step follows how often it decomposes, which depends
+on how settled the statistics are, i.e. on how many steps came before.
 """
 
 from __future__ import annotations
@@ -48,7 +58,12 @@ def methods():
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[256, 784])
+    ap.add_argument(
+        "--sizes",
+        nargs="+",
+        default=["256", "784:20:5:6", "1024:5:5:2", "2048:2:5:1"],
+        help="n or n:warmup:repeats:block",
+    )
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--block", type=int, default=10, help="steps per timed block")
     ap.add_argument("--warmup", type=int, default=20)
@@ -56,10 +71,26 @@ def main() -> None:
     torch.set_num_threads(1)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread, float32; "
-        f"{args.repeats} rounds of {args.block} steps after {args.warmup} warm-up steps; "
-        "ratio = median(method) / median(FOAM) (> 1: FOAM is faster)"
+        "ratio = median(method) / median(FOAM) over the rounds (> 1: FOAM is faster), "
+        "paired bootstrap 95% CI"
     )
-    for n in args.sizes:
+    for spec in args.sizes:
+        parts = [int(x) for x in str(spec).split(":")]
+        bad = len(parts) not in (1, 4) or parts[0] < 1
+        if len(parts) == 4:
+            bad = bad or parts[1] < 0 or parts[2] < 1 or parts[3] < 1
+        if bad:
+            raise SystemExit(f"--sizes: expected n or n:warmup:repeats:block, got {spec!r}")
+        n = parts[0]
+        warmup, repeats, block = (
+            parts[1:]
+            if len(parts) == 4
+            else (
+                args.warmup,
+                args.repeats,
+                args.block,
+            )
+        )
         gen = torch.Generator().manual_seed(n)
         decay = torch.logspace(0, -2, n)
         A = torch.linalg.qr(torch.randn(n, n, generator=gen))[0] * decay
@@ -72,33 +103,51 @@ def main() -> None:
         for name, make in methods().items():
             params[name] = torch.zeros(n, n, requires_grad=True)
             opts[name] = make([params[name]])
-        for _ in range(args.warmup):
+        for _ in range(warmup):
             g = grad()
             for name, opt in opts.items():
                 params[name].grad = g
                 opt.step()
         times: dict[str, list[float]] = {name: [] for name in opts}
         names = list(opts)
-        for r in range(args.repeats):
-            stream = [grad() for _ in range(args.block)]
+        before = {k: _eighs(o) for k, o in opts.items()}
+        t_size = time.perf_counter()
+        for r in range(repeats):
+            stream = [grad() for _ in range(block)]
             order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
                 t0 = time.perf_counter()
                 for g in stream:
                     params[name].grad = g
                     opts[name].step()
-                times[name].append((time.perf_counter() - t0) / args.block)
-        eighs = opts["FOAM"].eigendecompositions()
-        total = args.warmup + args.repeats * args.block
-        print(f"\nn = {n}: FOAM did {eighs} eigh over {total} steps (f=1: {2 * total})")
-        print(f"  {'method':32s} {'ms/step':>9s}  ratio to FOAM [95% CI]")
+                times[name].append((time.perf_counter() - t0) / block)
+        timed = repeats * block
+        print(
+            f"\nn = {n}: {warmup} warm-up steps, then {repeats} rounds of {block} steps "
+            f"({timed} timed steps; timed phase {time.perf_counter() - t_size:.0f} s wall)"
+        )
+        print(
+            f"  {'method':32s} {'ms/step':>10s} {'mean':>10s}  {'eighs timed':>11s}  "
+            "ratio to FOAM [95% CI]  ratio of means"
+        )
+        mean_foam = sum(times["FOAM"]) / len(times["FOAM"])
         for name in names:
             ms = 1e3 * sorted(times[name])[len(times[name]) // 2]
+            mean = sum(times[name]) / len(times[name])
+            e = _eighs(opts[name])
+            eighs = "-" if e is None else str(e - before[name])
+            head = f"  {name:32s} {ms:10.2f} {1e3 * mean:10.2f}  {eighs:>11s}"
             if name == "FOAM":
-                print(f"  {name:32s} {ms:9.2f}  1")
+                print(f"{head}  1")
                 continue
             ev = ratio_of_medians(times["FOAM"], times[name], paired=True)
-            print(f"  {name:32s} {ms:9.2f}  {ev.effect:.2f} [{ev.ci_low:.2f}, {ev.ci_high:.2f}]")
+            ci = f"{ev.effect:.2f} [{ev.ci_low:.2f}, {ev.ci_high:.2f}]"
+            print(f"{head}  {ci:22s}  {mean / mean_foam:.2f}")
+
+
+def _eighs(opt) -> int | None:
+    fn = getattr(opt, "eigendecompositions", None)
+    return None if fn is None else int(fn())
 
 
 if __name__ == "__main__":

@@ -168,6 +168,26 @@ def test_error_is_zero_right_after_a_recomputation_and_grows_when_stale():
     assert set(staleness_error(opt)) == {0, 2}  # the bias vector is on the Adam fallback
 
 
+def test_error_is_the_two_product_definition_computed_in_o_n2():
+    # FOAM computes ||L_t - L_decomposed||_F / ||Lambda||_F; as Q is orthogonal this is
+    # ||Q^T L_t Q - Lambda||_F / ||Lambda||_F, the definition (two n x n products)
+    _, opt = _run(lambda ps: FOAM(ps, lr=0.01, tau=math.inf, max_gap=1000), steps=8)
+    now = staleness_error(opt)
+    params = opt.param_groups[0]["params"]
+    for i in (0, 2):
+        st = opt.state[params[i]]
+        for k in ("L", "R"):
+            Q, eig = st[f"Q_{k}"], st[f"eig_{k}"]
+            A = Q.T @ st[k] @ Q - torch.diag(eig)
+            want = float(torch.linalg.matrix_norm(A) / torch.linalg.vector_norm(eig))
+            assert want > 1e-3  # stale: a real comparison, not 0 against 0
+            assert now[i][k] == pytest.approx(want, rel=1e-8)
+            del st[f"ref_{k}"]  # a state saved before the O(n^2) proxy: the products
+    for i, per in staleness_error(opt).items():
+        for k, e in per.items():
+            assert e == pytest.approx(now[i][k], rel=1e-8)
+
+
 def test_damping_follows_the_law_and_grows_with_the_error():
     ps = [p.clone().requires_grad_(True) for p in _mlp_params(0)]
     delta0, c = 1e-4, 0.5

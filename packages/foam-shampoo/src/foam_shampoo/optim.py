@@ -24,8 +24,11 @@ and eigenvalues ``Lambda``; every ``check_every`` steps it computes
 
     e = ||Q^T L_t Q - Lambda||_F / ||Lambda||_F
 
-(two matrix products, no decomposition; it measures both eigenvalue drift and the
-rotation of the basis, and is 0 right after a decomposition). Then
+(no decomposition; it measures both eigenvalue drift and the rotation of the basis,
+and is 0 right after a decomposition). As ``Q`` is orthogonal the numerator equals
+``||L_t - Q Lambda Q^T||_F``, and ``Q Lambda Q^T`` is the factor that was decomposed
+(to rounding), so FOAM keeps that factor and computes ``e`` with one subtraction,
+O(n^2), instead of two n x n matrix products. Then
 
 1. frequency: the factor is decomposed again when ``e > tau`` (never sooner than
    ``min_gap`` steps after the last ``eigh``, always after ``max_gap`` steps);
@@ -77,12 +80,13 @@ def _roots_from_eig(
     return (Q * inv) @ Q.T
 
 
-def _eigh(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _eigh(A: torch.Tensor, symmetrize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Eigen-decomposition of a symmetric PSD factor, eigenvalues clamped at 0.
 
     Retries in float64 if the factor's own dtype fails to converge.
     """
-    A = 0.5 * (A + A.T)
+    if symmetrize:
+        A = 0.5 * (A + A.T)
     try:
         eig, Q = torch.linalg.eigh(A)
     except RuntimeError:  # torch.linalg.LinAlgError is a RuntimeError
@@ -131,11 +135,23 @@ def matrix_inverse_root(A: torch.Tensor, damping: float = 1e-6, *, root: int = 4
     return _roots_from_eig(Q, eig, damping * lmax, float(root))
 
 
-def _error(stat: torch.Tensor, Q: torch.Tensor, eig: torch.Tensor) -> float:
-    """The staleness proxy ``||Q^T stat Q - diag(eig)||_F / ||eig||_2``."""
-    A = Q.T @ stat @ Q
-    A.diagonal().sub_(eig)
-    num = float(torch.linalg.matrix_norm(A))
+def _error(
+    stat: torch.Tensor, Q: torch.Tensor, eig: torch.Tensor, ref: torch.Tensor | None = None
+) -> float:
+    """The staleness proxy ``||Q^T stat Q - diag(eig)||_F / ||eig||_2``.
+
+    ``Q`` is orthogonal, so the numerator equals ``||stat - Q diag(eig) Q^T||_F``, and
+    ``Q diag(eig) Q^T`` is the (symmetrised) factor ``ref`` that was decomposed, up to the
+    decomposition's rounding and the clamping of its tiny negative eigenvalues. With
+    ``ref`` the proxy costs one subtraction, O(n^2), instead of two n x n matrix products;
+    without it (a state saved by version 0.1.0 before this change) the products are used.
+    """
+    if ref is not None:
+        num = float(torch.dist(stat, ref))
+    else:
+        A = Q.T @ stat @ Q
+        A.diagonal().sub_(eig)
+        num = float(torch.linalg.matrix_norm(A))
     den = float(torch.linalg.vector_norm(eig))
     if den == 0.0:
         return 0.0 if num == 0.0 else math.inf
@@ -185,7 +201,8 @@ class Shampoo(torch.optim.Optimizer):
         timings: Seconds spent per phase when ``profile`` is on (else zeros).
 
     The optimizer's state holds, for every preconditioned parameter ``p``, under
-    ``state[p]``: ``"L"``, ``"R"`` (statistics), ``"Q_L"``, ``"eig_L"``, ``"root_L"``
+    ``state[p]``: ``"L"``, ``"R"`` (statistics), ``"Q_L"``, ``"eig_L"``, ``"root_L"``,
+    with an adaptive control ``"ref_L"`` (the factor as decomposed, for the error)
     (and ``_R``), and the Python numbers ``"eighs_L"`` (eigendecompositions so far),
     ``"error_L"`` (last measured staleness error), ``"damping_L"`` (the absolute
     ``lam`` in use), ``"last_eigh_L"`` (its step). :meth:`factor_stats` lists them.
@@ -322,8 +339,11 @@ class Shampoo(torch.optim.Optimizer):
     def _decompose(self, st: dict[str, Any], k: str, group: dict[str, Any], step: int) -> None:
         if not bool(torch.isfinite(st[k]).all()):
             raise _NonFiniteFactor(k, step)
-        eig, Q = _eigh(st[k])
+        A = 0.5 * (st[k] + st[k].T)
+        eig, Q = _eigh(A, symmetrize=False)
         st[f"Q_{k}"], st[f"eig_{k}"] = Q, eig
+        if group["adaptive_frequency"] or group["adaptive_damping"]:
+            st[f"ref_{k}"] = A  # what was decomposed: the error is then O(n^2)
         st[f"eighs_{k}"] += 1
         st[f"last_eigh_{k}"] = step
         st[f"error_{k}"] = 0.0
@@ -352,7 +372,7 @@ class Shampoo(torch.optim.Optimizer):
             return
         if not adaptive or t % group["check_every"] != 0:
             return
-        e = _error(st[k], st[f"Q_{k}"], st[f"eig_{k}"])
+        e = _error(st[k], st[f"Q_{k}"], st[f"eig_{k}"], st.get(f"ref_{k}"))
         st[f"error_{k}"] = e
         if group["adaptive_frequency"] and gap >= group["min_gap"] and e > group["tau"]:
             self._decompose(st, k, group, t)
@@ -565,7 +585,9 @@ def staleness_error(optimizer: Shampoo) -> dict[int, dict[str, float]]:
 
     ``e = ||Q^T X Q - Lambda||_F / ||Lambda||_F`` for each factor ``X`` (``L`` and
     ``R``) with ``Q, Lambda`` from its last ``eigh``: 0 right after a decomposition,
-    growing as the statistics drift from it. Two matrix products per factor.
+    growing as the statistics drift from it. One subtraction per factor, O(n^2), when
+    the state keeps the decomposed factor (FOAM and the adaptive-frequency ablation);
+    two n x n matrix products otherwise (fixed-frequency Shampoo).
 
     Args:
         optimizer: A :class:`Shampoo` or :class:`FOAM` that has taken a step.
@@ -586,6 +608,9 @@ def staleness_error(optimizer: Shampoo) -> dict[int, dict[str, float]]:
             for p in group["params"]:
                 st = optimizer.state.get(p, {})
                 if "Q_L" in st:
-                    out[idx] = {k: _error(st[k], st[f"Q_{k}"], st[f"eig_{k}"]) for k in _FACTORS}
+                    out[idx] = {
+                        k: _error(st[k], st[f"Q_{k}"], st[f"eig_{k}"], st.get(f"ref_{k}"))
+                        for k in _FACTORS
+                    }
                 idx += 1
     return out
