@@ -1,89 +1,141 @@
 """Step time of Adam (Euclidean), the Wasserstein natural gradient and the calibrated
 optimizer on Sinkhorn matching with a linear map, and geomloss against POT's log-domain
-Sinkhorn at equal accuracy.
+Sinkhorn at equal accuracy, all in one run.
 
 Problem: n source and n target points in d dimensions (Gaussian, isotropic, so kappa is
 low and the calibrated optimizer takes Adam steps after its first estimate), map
-``T_W(x) = x W``, Sinkhorn divergence with blur 0.05, float64, one torch thread. Times
-are interleaved in one process after a warm-up (:func:`icml26_core.timing.compare_times`)
-and reported as ratios of medians with bootstrap 95% CIs.
+``T_W(x) = x W``, Sinkhorn divergence with blur 0.05, float64, one torch thread.
+
+Each round times, in a rotating order, one Adam step, one calibrated step (``every =
+10``: its estimate is on the untimed warm-up step), one natural-gradient step and one
+kappa estimate alone (20 Lanczos products, what the calibrated optimizer adds every 10
+steps). Ratios are of medians over the paired rounds with bootstrap 95% CIs
+(:meth:`icml26_core.timing.TimeComparison.speedup`); "calibrated, amortized" is the
+calibrated step plus a tenth of the round's estimate, against the same round's Adam step.
 
     uv run python packages/geometry-misalignment/benchmarks/bench_steps.py [--full]
 
 The default grid is n = 200, d in 16, 64 (2 shared CPU cores); ``--full`` is the
-issue's grid (n in 500, 2000, 5000; d in 16, 64), minutes per point on a loaded CPU.
+issue's grid (n in 500, 2000, 5000; d in 16, 64); ``--ns`` picks other sizes.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 import torch
 from geometry_misalignment import CalibratedOptimizer, WassersteinNaturalGradient
 from geometry_misalignment import sinkhorn_divergence as sd
-from icml26_core.timing import compare_times
+from icml26_core.timing import TimeComparison, compare_times
 
 
-def stepper(method: str, n: int, d: int, steps: int):
+def problem(n: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(n, d, generator=g, dtype=torch.float64)
     y = torch.randn(n, d, generator=g, dtype=torch.float64) + 0.5
-    W = torch.eye(d, dtype=torch.float64).requires_grad_(True)
-    if method == "adam":
-        opt = torch.optim.Adam([W], lr=1e-2)
-    elif method == "wng":
-        opt = WassersteinNaturalGradient([W])
-    else:
-        opt = CalibratedOptimizer([W], every=10, lr=1e-2)
+    return x, y
 
-    def closure():
-        out = x @ W
-        return sd(out, y, 0.05), out
 
-    def fn():
-        for _ in range(steps):
-            if method == "adam":
+def steppers(n: int, d: int) -> dict[str, object]:
+    x, y = problem(n, d)
+    out: dict[str, object] = {}
+    for method in ("adam", "calibrated", "wng"):
+        W = torch.eye(d, dtype=torch.float64).requires_grad_(True)
+        if method == "adam":
+            opt = torch.optim.Adam([W], lr=1e-2)
+
+            def fn(opt=opt, W=W) -> None:
                 opt.zero_grad()
-                loss = sd(x @ W, y, 0.05)
-                loss.backward()
+                sd(x @ W, y, 0.05).backward()
                 opt.step()
-            else:
-                opt.step(closure)
 
-    return fn
+        else:
+            opt = (
+                WassersteinNaturalGradient([W])
+                if method == "wng"
+                else CalibratedOptimizer([W], every=10, lr=1e-2)
+            )
+
+            def fn(opt=opt, W=W) -> None:
+                opt.step(lambda: (sd(x @ W, y, 0.05), x @ W))
+
+        out[method] = fn
+        if method == "calibrated":
+            est_W = W
+
+            def est(opt=opt, W=est_W) -> None:
+                with torch.enable_grad():
+                    opt._estimate(x @ W)
+
+            out["estimate"] = est
+            out["calibrated_opt"] = opt
+    return out
+
+
+def rounds(fns: dict[str, object], names: list[str], repeats: int) -> dict[str, list[float]]:
+    for k in names:  # warm-up (the calibrated optimizer's first step estimates kappa)
+        fns[k]()
+    times: dict[str, list[float]] = {k: [] for k in names}
+    for i in range(repeats):
+        order = names[i % len(names) :] + names[: i % len(names)]
+        for k in order:
+            t0 = time.perf_counter()
+            fns[k]()
+            times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def ratio(a: list[float], b: list[float], names: tuple[str, str]) -> str:
+    ev = TimeComparison(names, tuple(a), tuple(b), 1, torch.get_num_threads()).speedup()
+    # speedup = median(b) / median(a); the time ratio a / b is its inverse
+    return f"{1 / ev.effect:.3f} [{1 / ev.ci_high:.3f}, {1 / ev.ci_low:.3f}]"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=10, help="steps per timed round")
     ap.add_argument("--ns", type=int, nargs="*", help="override the n grid")
+    ap.add_argument("--pot-repeats", type=int, default=5)
     args = ap.parse_args()
     torch.set_num_threads(1)
     ns = tuple(args.ns) if args.ns else ((500, 2000, 5000) if args.full else (200,))
-    steps = args.steps
     print(
-        f"torch {torch.__version__}, 1 thread, float64, blur 0.05, {args.repeats} interleaved "
-        f"rounds of {steps} steps; ratio = median(other) / median(Adam)"
+        f"torch {torch.__version__}, 1 thread, float64, blur 0.05, 1 warm-up + "
+        f"{args.repeats} rounds of one step each (rotating order); time ratio = "
+        "median(method) / median(Adam), bootstrap 95% CI over paired rounds"
     )
+    names = ["adam", "calibrated", "wng", "estimate"]
     for n in ns:
         for d in (16, 64):
-            x = torch.randn(n, d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+            x, _ = problem(n, d)
             kappa = float(torch.linalg.cond(x.T @ x / n))
-            print(f"n = {n:5d}, d = {d:2d}: kappa(G) = {kappa:.1f} (threshold 10)", flush=True)
-            adam = stepper("adam", n, d, steps)
-            for m in ("calibrated", "wng"):
-                c = compare_times(stepper(m, n, d, steps), adam, repeats=args.repeats)
-                ev = c.speedup()
-                print(
-                    f"n = {n:5d}, d = {d:2d}: Adam {1e3 * c.median_b / steps:7.1f} ms/step, "
-                    f"{m:10s} {1e3 * c.median_a / steps:7.1f} ms/step, time ratio "
-                    f"{1 / ev.effect:.3f} [{1 / ev.ci_high:.3f}, {1 / ev.ci_low:.3f}]",
-                    flush=True,
-                )
+            fns = steppers(n, d)
+            t = rounds(fns, names, args.repeats)
+            opt = fns["calibrated_opt"]
+            amort = [c + e / 10 for c, e in zip(t["calibrated"], t["estimate"], strict=True)]
+            med = {k: 1e3 * float(np.median(v)) for k, v in t.items()}
+            print(
+                f"n = {n:5d}, d = {d:2d}: kappa(G) = {kappa:.1f} (threshold 10; calibrated "
+                f"preconditioning: {opt.preconditioning}); ms per step: Adam {med['adam']:.1f}, "
+                f"calibrated {med['calibrated']:.1f}, WNG {med['wng']:.1f}, one estimate "
+                f"{med['estimate']:.1f}",
+                flush=True,
+            )
+            print(
+                f"n = {n:5d}, d = {d:2d}: time ratio to Adam: calibrated "
+                f"{ratio(t['calibrated'], t['adam'], ('calibrated', 'Adam'))}, calibrated "
+                f"amortized {ratio(amort, t['adam'], ('calibrated+', 'Adam'))}, WNG "
+                f"{ratio(t['wng'], t['adam'], ('WNG', 'Adam'))}",
+                flush=True,
+            )
     # geomloss vs POT at equal accuracy (|value error| <= 1e-4 on this problem, see tests)
+    import os
+
+    for key in ("JAX", "TENSORFLOW", "CUPY"):
+        os.environ.setdefault(f"POT_BACKEND_DISABLE_{key}", "1")
     import ot
 
     rng = np.random.default_rng(0)
@@ -92,21 +144,42 @@ def main() -> None:
     xt, yt = torch.tensor(xa), torch.tensor(ya)
     a = np.full(n, 1 / n)
 
-    def pot():
+    def pot_value(stop: float = 1e-9) -> float:
+        """The debiased divergence from three POT log-domain solves (entropic OT value)."""
+        v = []
         for p, q in ((xa, ya), (xa, xa), (ya, ya)):
             M = ot.dist(p, q) / 2
-            ot.sinkhorn(a, a, M, blur**2, method="sinkhorn_log", stopThr=1e-9, numItermax=5000)
+            P = ot.sinkhorn(a, a, M, blur**2, method="sinkhorn_log", stopThr=stop, numItermax=20000)
+            mask = P > 0
+            kl = float(np.sum(P[mask] * np.log(P[mask] / np.outer(a, a)[mask])))
+            v.append(float(np.sum(P * M)) + blur**2 * kl)
+        return v[0] - (v[1] + v[2]) / 2
 
-    def geo():
+    # Equal accuracy: the reference is POT converged (stopThr 1e-12); geomloss at scaling
+    # 0.99 has some error e; POT gets the loosest stopThr whose error is at most e.
+    ref = pot_value(1e-12)
+    err_geo = abs(float(sd(xt, yt, blur, scaling=0.99)) - ref)
+    stop, err_pot = 1e-12, 0.0
+    for s_ in (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10):
+        e_ = abs(pot_value(s_) - ref)
+        if e_ <= err_geo:
+            stop, err_pot = s_, e_
+            break
+
+    def geo() -> None:
         sd(xt, yt, blur, scaling=0.99)
 
-    c = compare_times(geo, pot, repeats=args.repeats, names=("geomloss", "POT"))
+    c = compare_times(
+        geo, lambda: pot_value(stop), repeats=args.pot_repeats, names=("geomloss", "POT")
+    )
     ev = c.speedup()
     print(
-        f"Sinkhorn divergence n = {n}, d = {d}, blur {blur}: geomloss (scaling 0.99) "
-        f"{1e3 * c.median_a:.1f} ms, POT sinkhorn_log (3 problems, stopThr 1e-9) "
-        f"{1e3 * c.median_b:.1f} ms; POT / geomloss = {ev.effect:.2f} [{ev.ci_low:.2f}, "
-        f"{ev.ci_high:.2f}]"
+        f"Sinkhorn divergence n = {n}, d = {d}, blur {blur}: error against POT converged "
+        f"(stopThr 1e-12): geomloss (scaling 0.99) {err_geo:.1e}, POT sinkhorn_log at the "
+        f"loosest stopThr as accurate ({stop:g}) {err_pot:.1e}; geomloss {1e3 * c.median_a:.1f} "
+        f"ms, POT (3 problems) {1e3 * c.median_b:.1f} ms; POT / geomloss = {ev.effect:.2f} "
+        f"[{ev.ci_low:.2f}, {ev.ci_high:.2f}], {args.pot_repeats} interleaved rounds",
+        flush=True,
     )
 
 

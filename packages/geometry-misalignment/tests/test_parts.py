@@ -36,6 +36,31 @@ def test_mlp_map_starts_near_the_affine_map_and_applies_to_new_points():
     assert r["final_S"] < r0["final_S"]
 
 
+def test_gd_snapshot_equals_a_separate_equal_budget_run():
+    # one GD run gives the iterations to tolerance and the map after the equal budget
+    X, _ = ex._split_whitened("wine", 120, 58)
+    Z, Y, W0 = ex.misaligned_problem(X, 100.0, seed=1)
+    long = ex._fit_map("gd", Z, Y, W0, None, 12, adam_lr=0.0, stop_at_tol=True, snapshot=4)
+    short = ex._fit_map("gd", Z, Y, W0, None, 4, adam_lr=0.0)
+    assert long["snap_rel"] == pytest.approx(short["final_rel"], rel=1e-9)
+    np.testing.assert_allclose(long["snap_W"].numpy(), short["W"].numpy(), atol=1e-12)
+    assert len(long["losses"]) == 13  # not stopped (the tolerance is not reached in 12)
+    # at kappa = 1 the 1/L step solves it in a step or two: the snapshot is the solution
+    Z1, Y1, W01 = ex.misaligned_problem(X, 1.0, seed=1)
+    r = ex._fit_map("gd", Z1, Y1, W01, None, 12, adam_lr=0.0, stop_at_tol=True, snapshot=4)
+    assert r["iters"] <= 2 and r["snap_rel"] < 1e-8
+
+
+def test_iters_to_gap_uses_the_best_decrease_of_each_family():
+    curves = {"a": [1.0, 0.5, 0.2, 0.2], "b": [1.0, 0.1, 0.0], "m": [2.0, 1.9, 1.8]}
+    fam = {"a": "affine", "b": "affine", "m": "MLP"}
+    it = ex._iters_to_gap(curves, fam)
+    # affine: best 0.0, target 0.01: b reaches it at step 2, a never; MLP: m is its own best
+    assert it == {"a": None, "b": 2, "m": 2}
+    assert ex._iters_cell([None, None], 3) == "not reached within 3 (0/2)"
+    assert ex._iters_cell([2, 4, None], 3) == "3 (2/3)"
+
+
 def test_tune_lr_skips_the_grid_when_only_preconditioned_steps_are_taken():
     X, _ = ex._split_whitened("wine", 120, 58)
     val = [(*ex.misaligned_problem(X, 1e4, 1000), None)]

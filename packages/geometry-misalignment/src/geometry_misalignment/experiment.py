@@ -25,6 +25,7 @@ ridge regression on the mapped source, R^2 of mpg on held-out target cars.
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any
 
@@ -48,10 +49,23 @@ LR_GRID = (1e-2, 3e-2, 1e-1, 3e-1, 1.0)
 VAL_SEEDS = (1000, 1001)
 THRESHOLD = 10.0  # the calibrated optimizer's kappa threshold (the issue's default)
 KAPPAS = (1.0, 1e2, 1e4, 1e6)
-KAPPAS_GD = (1.0, 10.0, 100.0)  # GD needs ~kappa iterations: 1e4 and 1e6 are out of budget
+KAPPAS_GD = (1.0, 10.0, 100.0, 1e4, 1e6)  # GD at every kappa (10: one more point for the slope)
+GD_CAP = 400  # GD's step cap: it needs ~3 kappa steps, so 1e4 and 1e6 are "not reached within 400"
 _DEVICE = {"device": "cpu"}  # where the maps are fitted: set from ctx.device by run()
 MLP_WIDTH = 32  # hidden width of the one-hidden-layer residual MLP map
 MLP_DAMPING = 1e-4  # damping of the preconditioned steps on the MLP map (G is singular there)
+
+
+def _import_ot() -> Any:
+    """POT without its jax, tensorflow and cupy backends (numpy arrays only here).
+
+    POT imports every installed backend; jax alone costs seconds of CPU per process.
+    """
+    for key in ("JAX", "TENSORFLOW", "CUPY"):
+        os.environ.setdefault(f"POT_BACKEND_DISABLE_{key}", "1")
+    import ot
+
+    return ot
 
 
 def _wine_whitened() -> np.ndarray:
@@ -133,8 +147,13 @@ def _fit_map(
     tol: float = TOL,
     stop_at_tol: bool = False,
     mlp: int = 0,
+    snapshot: int | None = None,
 ) -> dict[str, Any]:
     """Run one optimizer on ``S(T(Z), Y)``; the loss curve and iterations to tolerance.
+
+    With ``snapshot = B`` the run also keeps the map and its relative S after B steps
+    (``snap_rel``, ``snap_W``) and stops at the tolerance only after B steps: one run
+    gives both the iterations to tolerance and the equal-budget result.
 
     ``T(z) = z W + b`` (``b`` absent when ``b0`` is None); with ``mlp = h > 0`` the map is
     ``z W + b + tanh(z U + c) V``, a one-hidden-layer residual MLP of width h whose
@@ -184,6 +203,7 @@ def _fit_map(
     else:  # pragma: no cover - internal
         raise ValueError(method)
     losses: list[float] = []
+    snap: tuple[float, torch.Tensor] | None = None
     t0 = time.process_time()
     for _ in range(steps + 1):
         if method in ("wng", "calibrated"):
@@ -201,6 +221,8 @@ def _fit_map(
             opt.zero_grad()
             loss = sinkhorn_divergence(forward(), Y, BLUR)
             losses.append(float(loss.detach()))
+            if snapshot is not None and len(losses) == snapshot + 1:
+                snap = (losses[-1], W.detach().cpu().clone())
             if len(losses) == steps + 1:
                 break
             loss.backward()
@@ -208,7 +230,8 @@ def _fit_map(
         s0 = losses[0]
         if not math.isfinite(losses[-1]):
             break
-        if losses[-1] <= FLOOR * s0 or (stop_at_tol and losses[-1] <= tol * s0):
+        past_snapshot = snapshot is None or len(losses) > snapshot
+        if losses[-1] <= FLOOR * s0 or (stop_at_tol and past_snapshot and losses[-1] <= tol * s0):
             break
     s0 = losses[0]
     hit = [i for i, v in enumerate(losses) if v <= tol * s0]
@@ -217,8 +240,13 @@ def _fit_map(
         final = math.inf
     with torch.no_grad():
         mapped = forward().detach()
+    if snapshot is not None and snap is None:  # stopped at the floor (or non-finite) before B
+        snap = (final, W.detach().cpu().clone())
     return {
         "iters": hit[0] if hit else None,
+        "losses": losses,
+        "snap_rel": None if snap is None else max(snap[0] / s0, FLOOR),
+        "snap_W": None if snap is None else snap[1],
         "final_rel": max(final / s0, FLOOR),
         "final_S": final,
         "cpu_s": time.process_time() - t0,
@@ -230,6 +258,37 @@ def _fit_map(
         "n_pre": getattr(opt, "n_preconditioned", None),
         "n_steps": getattr(opt, "n_steps", None),
     }
+
+
+GAP = 0.01  # parts 2-3: "to tolerance" = within 1% of the best decrease of S on the sample
+
+
+def _iters_to_gap(curves: dict[str, list[float]], families: dict[str, str]) -> dict[str, Any]:
+    """Iterations until ``S <= S* + GAP (S0 - S*)``, per method, on one sample.
+
+    ``S*`` is the lowest S that any map of the same family (``families[key]``: affine or
+    MLP) reached on this sample and regime, ``S0`` the start's S (the same for every method
+    of a family); None where a method never gets there within its steps.
+    """
+    out: dict[str, Any] = {}
+    for fam in set(families.values()):
+        keys = [k for k in curves if families[k] == fam]
+        best = min(min(curves[k]) for k in keys)
+        for k in keys:
+            c = curves[k]
+            target = best + GAP * (c[0] - best)
+            hit = [i for i, v in enumerate(c) if v <= target]
+            out[k] = hit[0] if hit else None
+    return out
+
+
+def _iters_cell(v: list[Any], steps: int) -> str:
+    got = [x for x in v if x is not None]
+    if not v:
+        return "-"
+    if not got:
+        return f"not reached within {steps} (0/{len(v)})"
+    return f"{np.median(got):g} ({len(got)}/{len(v)})"
 
 
 def _apply(r: dict[str, Any], Z: torch.Tensor, mlp: int) -> torch.Tensor:
@@ -284,9 +343,9 @@ def _part1(
         "digits": ctx.pick(smoke=(100, 100), default=(120, 120), full=(1200, 597)),
     }[dataset]
     X, X_test = _split_whitened(dataset, n_train, n_test)
-    budget_gd = ctx.pick(smoke=40, default=1500)  # smoke: kappa = 4 needs about 12
+    budget_gd = ctx.pick(smoke=40, default=GD_CAP)  # smoke: kappa = 4 needs about 12
     budget = ctx.pick(smoke=5, default=100)  # equal budget for GD / Adam / calibrated
-    kappas_gd = ctx.pick(smoke=(1.0, 4.0), default=KAPPAS_GD)
+    kappas_gd = ctx.pick(smoke=(1.0, 4.0, 1e4), default=KAPPAS_GD)
     kappas = ctx.pick(smoke=(1.0, 1e4), default=KAPPAS)
     all_k = sorted(set(kappas) | set(kappas_gd))
     methods = ("gd", "adam", "wng", "calibrated")
@@ -313,10 +372,23 @@ def _part1(
         rec["wng"][kappa].append(r["iters"])
         kept["wng"] = r
         if kappa in kappas_gd:
-            r = _fit_map("gd", Z, Y, W0, None, budget_gd, adam_lr=ADAM_LR, stop_at_tol=True)
+            # one GD run: iterations to tolerance (capped) and, at the kappas of the
+            # equal-budget table, the map after `budget` steps (the same trajectory's prefix)
+            r = _fit_map(
+                "gd",
+                Z,
+                Y,
+                W0,
+                None,
+                budget_gd,
+                adam_lr=ADAM_LR,
+                stop_at_tol=True,
+                snapshot=budget if kappa in kappas else None,
+            )
             rec["gd"][kappa].append(r["iters"])
+            if kappa in kappas:
+                kept["gd"] = {**r, "final_rel": r["snap_rel"], "W": r["snap_W"]}
         if kappa in kappas:
-            kept["gd"] = _fit_map("gd", Z, Y, W0, None, budget, adam_lr=ADAM_LR)
             for m in ("adam", "calibrated"):
                 r = _fit_map(m, Z, Y, W0, None, budget, adam_lr=lr_of[m][kappa])
                 rec[m][kappa].append(r["iters"])
@@ -351,8 +423,9 @@ def _part1(
             "calibrated (ours)",
         ],
         note=(
-            f"'-' = not run; '>B (0/n)' = not reached within the budget (GD {budget_gd}, "
-            f"Adam/calibrated {budget}, WNG 50 steps); Adam's lr per kappa chosen on "
+            f"'-' = not run; 'not reached within N (0/n)' = no seed reached it within the "
+            f"method's step cap N (GD {budget_gd}, Adam/calibrated {budget}, WNG 50 steps); "
+            f"Adam's lr per kappa chosen on "
             f"validation seeds {list(val_seeds)} from {list(grid)}: "
             + ", ".join(f"{k:g}: {lr_of['adam'][k]:g}" for k in kappas)
             + "; the calibrated optimizer's base lr likewise: "
@@ -372,7 +445,13 @@ def _part1(
                 row[col] = "-"
                 continue
             got = [x for x in v if x is not None]
-            med = f"{np.median(got):g}" if len(got) == len(v) else ">B"
+            cap = {"gd": budget_gd, "wng": 50}.get(m, budget)
+            if len(got) == len(v):
+                med = f"{np.median(got):g}"
+            elif not got:
+                med = f"not reached within {cap}"
+            else:  # some seeds reached it: the median of those, and how many
+                med = f"{np.median(got):g} (of those reaching it within {cap})"
             row[col] = f"{med} ({len(got)}/{len(v)})"
         t1.add_row(**row)
 
@@ -423,8 +502,9 @@ def _score(
 
 
 def _part2(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table]:
-    import ot
     from sklearn.decomposition import PCA
+
+    ot = _import_ot()
 
     Xs_all, ys_all = _digits()
     Xt_all, yt_all = _mnist8()
@@ -455,6 +535,9 @@ def _part2(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
     s_final: dict[str, dict[str, list[float]]] = {r: {} for r in regimes}
     kappa: dict[str, list[float]] = {r: [] for r in regimes}
     cpu: dict[str, dict[str, list[float]]] = {r: {} for r in regimes}
+    iters: dict[str, dict[str, list[Any]]] = {r: {} for r in regimes}
+    curves: dict[str, list[float]] = {}
+    fam: dict[str, str] = {}
 
     def _sample(seed: int) -> dict[str, Any]:
         rng = np.random.default_rng(10_000 + seed)
@@ -479,7 +562,8 @@ def _part2(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
 
     W0, b0 = torch.eye(16, dtype=torch.float64), torch.zeros(16, dtype=torch.float64)
     grid = ctx.pick(smoke=(1e-2, 3e-2), default=LR_GRID)
-    val_seeds = ctx.pick(smoke=VAL_SEEDS[:1], default=VAL_SEEDS)
+    # one validation sample at default (the lr grids were a third of these parts' CPU)
+    val_seeds = ctx.pick(smoke=VAL_SEEDS[:1], default=VAL_SEEDS[:1], full=VAL_SEEDS)
     val_samples = [_sample(v) for v in val_seeds]
     lr_of: dict[str, dict[str, float]] = {"adam": {}, "calibrated": {}, "adam_mlp": {}}
     lr_of["calibrated_mlp"] = {}
@@ -524,11 +608,15 @@ def _part2(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
                 a[key].append(_accuracy(r["mapped"].numpy(), ys, xtest, yt))
                 s_final[regime].setdefault(key, []).append(r["final_S"])
                 cpu[regime].setdefault(key, []).append(r["cpu_s"])
+                curves[key], fam[key] = r["losses"], ("MLP" if h else "affine")
+            for key, it in _iters_to_gap(curves, fam).items():
+                iters[regime].setdefault(key, []).append(it)
     out["part2"] = {
         "accuracy": acc,
         "final_S": s_final,
         "kappa": kappa,
         "cpu_s": cpu,
+        "iters_to_gap": iters,
         "n": n,
         "steps": steps,
         "lr": lr_of,
@@ -541,7 +629,14 @@ def _part2(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
             f"part 2 ({regime} PCA-16 features, n = {n} source / {n} target, {steps} map steps, "
             f"kappa(G) median {np.median(kappa[regime]):.3g}): target accuracy on {n_test} "
             "held-out MNIST digits",
-            ["method", "target accuracy", "final S_eps", "map CPU s", "n"],
+            [
+                "method",
+                "iterations to tolerance",
+                "final S_eps",
+                "target accuracy",
+                "map CPU s",
+                "n",
+            ],
             note=(
                 f"map lr chosen on validation seeds {list(val_seeds)} by final S_eps from "
                 f"{list(grid)}: Adam {lr_of['adam'][regime]:g}, calibrated "
@@ -549,12 +644,19 @@ def _part2(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
                 f"calibrated MLP {lr_of['calibrated_mlp'][regime]:g} (WNG: a full "
                 f"Gauss-Newton step, lr 1; MLP maps: width {MLP_WIDTH}, tanh, damping "
                 f"{MLP_DAMPING:g}); POT Sinkhorn reg_e 0.1, Lpl1 reg_cl 0.1 (uses the "
-                "source labels)"
+                f"source labels); iterations to tolerance: first step with S <= S* + {GAP:g} "
+                "(S0 - S*), S* the lowest S any map of the same family (affine or MLP) reached "
+                "on that sample, median over the samples reaching it (k/n)"
             ),
         )
         for m in methods:
             t.add_row(
                 method=m,
+                **{
+                    "iterations to tolerance": _iters_cell(iters[regime][m], steps)
+                    if m in iters[regime]
+                    else "-"
+                },
                 **{"target accuracy": float(np.mean(acc[regime][m]))},
                 **{
                     "final S_eps": float(np.mean(s_final[regime][m]))
@@ -581,9 +683,9 @@ def _part3(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
     147 target cars is the unlabelled target sample the maps match, the other half
     scores a ridge regression (alpha 1) trained on the mapped source (R^2 of mpg).
     """
-    import ot
     from icml26_core.datasets import load_tabular
 
+    ot = _import_ot()
     X, y, _ = load_tabular("autompg")
     src, tgt = X[:, 6] == 1, X[:, 6] != 1
     Xs_all, ys_all, Xt_all, yt_all = X[src, :6], y[src], X[tgt, :6], y[tgt]
@@ -604,6 +706,12 @@ def _part3(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
     r2: dict[str, dict[str, list[float]]] = {r: {m: [] for m in methods} for r in regimes}
     s_final: dict[str, dict[str, list[float]]] = {r: {} for r in regimes}
     kappa: dict[str, list[float]] = {r: [] for r in regimes}
+    cpu: dict[str, dict[str, list[float]]] = {r: {} for r in regimes}
+    iters: dict[str, dict[str, list[Any]]] = {r: {} for r in regimes}
+    curves: dict[str, list[float]] = {}
+    fam: dict[str, str] = {}
+    # no claim reads part 3: 3 seeds at default (of the run's 5) to save CPU
+    seeds = seeds[: ctx.pick(smoke=len(seeds), default=3, full=len(seeds))]
     d = Xs_all.shape[1]
     W0, b0 = torch.eye(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
 
@@ -622,7 +730,8 @@ def _part3(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
         return {"yt": yt_all[i_test], "feats": feats}
 
     grid = ctx.pick(smoke=(1e-2, 1e-1), default=LR_GRID)
-    val_seeds = ctx.pick(smoke=VAL_SEEDS[:1], default=VAL_SEEDS)
+    # one validation sample at default (the lr grids were a third of these parts' CPU)
+    val_seeds = ctx.pick(smoke=VAL_SEEDS[:1], default=VAL_SEEDS[:1], full=VAL_SEEDS)
     val_samples = [_sample(v) for v in val_seeds]
     lr_of: dict[str, dict[str, float]] = {
         k: {} for k in ("adam", "calibrated", "adam_mlp", "calibrated_mlp")
@@ -669,10 +778,17 @@ def _part3(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
                     _r2(mapped, ys_all, xtest, yt) if np.isfinite(mapped).all() else math.nan
                 )
                 s_final[regime].setdefault(key, []).append(r["final_S"])
+                cpu[regime].setdefault(key, []).append(r["cpu_s"])
+                curves[key], fam[key] = r["losses"], ("MLP" if h else "affine")
+            for key, it in _iters_to_gap(curves, fam).items():
+                iters[regime].setdefault(key, []).append(it)
     out["part3"] = {
         "r2": r2,
         "final_S": s_final,
         "kappa": kappa,
+        "cpu_s": cpu,
+        "iters_to_gap": iters,
+        "seeds": list(seeds),
         "steps": steps,
         "lr": lr_of,
         "lr_grid": list(grid),
@@ -685,26 +801,33 @@ def _part3(ctx: RunContext, seeds: list[int], out: dict[str, Any]) -> list[Table
             f"{len(Xt_all) // 2} Japan/Europe cars matched, {len(Xt_all) - len(Xt_all) // 2} "
             f"scored; {steps} map steps, kappa(G) median {np.median(kappa[regime]):.3g}): "
             "target R^2 of mpg",
-            ["method", "target R^2", "final S_eps", "n"],
+            ["method", "iterations to tolerance", "final S_eps", "target R^2", "map CPU s", "n"],
             note=(
                 f"map lr chosen on validation seeds {list(val_seeds)} by final S_eps from "
                 f"{list(grid)}: Adam {lr_of['adam'][regime]:g}, calibrated "
                 f"{lr_of['calibrated'][regime]:g}, Adam MLP {lr_of['adam_mlp'][regime]:g}, "
                 f"calibrated MLP {lr_of['calibrated_mlp'][regime]:g}; ridge alpha 1; the "
                 "mean predictor predicts the source mean; Lpl1 (a class-label regularizer) "
-                "does not apply to regression"
+                f"does not apply to regression; iterations to tolerance as in part 2 (S <= S* "
+                f"+ {GAP:g} (S0 - S*)); seeds {list(seeds)}"
             ),
         )
         for m in methods:
             vals = [v for v in r2[regime][m] if math.isfinite(v)]
             t.add_row(
                 method=m,
+                **{
+                    "iterations to tolerance": _iters_cell(iters[regime][m], steps)
+                    if m in iters[regime]
+                    else "-"
+                },
                 **{"target R^2": float(np.mean(vals)) if vals else None},
                 **{
                     "final S_eps": float(np.mean(s_final[regime][m]))
                     if m in s_final[regime]
                     else None
                 },
+                **{"map CPU s": float(np.mean(cpu[regime][m])) if m in cpu[regime] else None},
                 n=len(vals),
             )
         tables.append(t)
@@ -734,7 +857,7 @@ def _overhead(ctx: RunContext) -> Any:
     return times, steps
 
 
-WORKERS = 4  # processes for the four independent parts (on 2 CPU cores)
+WORKERS = 2  # processes for the four independent parts: one per CPU core (each pays the imports)
 
 
 def _part(job: str, ctx: RunContext, seeds: list[int]) -> tuple[list[Table], dict[str, Any]]:
@@ -785,7 +908,11 @@ def run(ctx: RunContext) -> Result:
         data.update(part_data)
     timing, overhead_steps = _overhead(ctx)
     p1 = data["part1_wine"]
-    kappas_gd = [k for k in sorted(p1["iters"]["gd"]) if p1["iters"]["gd"][k]]
+    gd_iters = p1["iters"]["gd"]
+    # the slope is fitted where every seed reached the tolerance within the cap; the kappas
+    # where none did give a lower bound (counted at the cap), reported in the rule line
+    kappas_gd = [k for k in sorted(gd_iters) if gd_iters[k] and None not in gd_iters[k]]
+    censored = [k for k in sorted(gd_iters) if gd_iters[k] and None in gd_iters[k]]
 
     def pairs(method: str, ks: list[float]) -> tuple[list[float], list[float]]:
         xs, ys = [], []
@@ -797,6 +924,28 @@ def run(ctx: RunContext) -> Result:
 
     x_gd, y_gd = pairs("gd", kappas_gd)
     x_w, y_w = pairs("wng", sorted(p1["iters"]["wng"]))
+    bound_txt = ""
+    if censored:
+        from icml26_core.stats import loglog_slope
+
+        x_all = x_gd + [k for k in censored for _ in gd_iters[k]]
+        y_all = y_gd + [
+            float(p1["budget_gd"] if v is None else max(v, 1))
+            for k in censored
+            for v in gd_iters[k]
+        ]
+        lb = loglog_slope(x_all, y_all, expected=1.0, tol=0.3, alternative="greater")
+        bound_txt = (
+            f" (fitted on kappa {', '.join(f'{k:g}' for k in kappas_gd)}, where every seed "
+            f"reaches it within {p1['budget_gd']} steps; at kappa "
+            f"{', '.join(f'{k:g}' for k in censored)} GD does not reach it within "
+            f"{p1['budget_gd']} (reached by "
+            f"{sum(v is not None for k in censored for v in gd_iters[k])}/"
+            f"{sum(len(gd_iters[k]) for k in censored)} runs); counted at the cap, a lower "
+            f"bound on the slope over all {len(kappas_gd) + len(censored)} kappas is "
+            f"{lb.effect:.3g} [{lb.ci_low:.3g}, {lb.ci_high:.3g}], n = {len(x_all)}, not a "
+            "verdict)"
+        )
     c_gd = Claim.slope(
         "Euclidean first-order methods slow down in proportion to misalignment.",
         x_gd,
@@ -804,7 +953,7 @@ def run(ctx: RunContext) -> Result:
         expected=1.0,
         tol=0.3,
         alternative="greater",
-        metric=f"GD (1/L step) iterations to S <= {TOL:g} S0 vs kappa (wine)",
+        metric=f"GD (1/L step) iterations to S <= {TOL:g} S0 vs kappa (wine){bound_txt}",
     )
     c_w = Claim.slope(
         "Geometry-aware preconditioned steps converge independently of misalignment.",
@@ -825,19 +974,42 @@ def run(ctx: RunContext) -> Result:
             for i in range(len(seeds))
         ]
 
-    c_gain = Claim.superior(
+    def log_s(m: str, ks: tuple[float, ...]) -> list[float]:
+        return [float(np.mean([math.log10(fin[m][k][i]) for k in ks])) for i in range(len(seeds))]
+
+    c_gain = Claim.all_of(
         "Improvements of the calibrated optimizer over Adam concentrate in "
-        "high-misalignment regimes.",
-        gain(high),
-        gain(low),
-        names=(
-            "gain at kappa " + ", ".join(f"{k:g}" for k in high),
-            "gain at kappa " + ", ".join(f"{k:g}" for k in low),
-        ),
-        metric=(
-            f"log10(S_Adam / S_calibrated) after {p1['budget']} steps, "
-            "mean over the kappas, per seed"
-        ),
+        "high-misalignment regimes; at low misalignment it is within 1 point of Adam.",
+        [
+            Claim.superior(
+                "The calibrated optimizer's gain over Adam at an equal budget is larger at "
+                "high misalignment than at low.",
+                gain(high),
+                gain(low),
+                names=(
+                    "gain at kappa " + ", ".join(f"{k:g}" for k in high),
+                    "gain at kappa " + ", ".join(f"{k:g}" for k in low),
+                ),
+                metric=(
+                    f"log10(S_Adam / S_calibrated) after {p1['budget']} steps, "
+                    "mean over the kappas, per seed"
+                ),
+            ),
+            Claim.non_inferior(
+                "At low misalignment the calibrated optimizer is within 1 point (one decade "
+                "of S) of Adam.",
+                log_s("calibrated", low),
+                log_s("adam", low),
+                margin=1.0,
+                higher_is_better=False,
+                names=("calibrated", "Adam"),
+                metric=(
+                    f"log10(S / S(W0)) after {p1['budget']} steps at kappa "
+                    + ", ".join(f"{k:g}" for k in low)
+                    + " (mean over the kappas, per seed; 1 point = 1 decade)"
+                ),
+            ),
+        ],
     )
     exc = p1["excess_rel"]
 
