@@ -18,12 +18,11 @@ epoch to a single 60-epoch fit that pays it.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import torch
-import time
-
 from dream_gnn import GCN, DREAMTrainer, add_label_noise, fit_classifier
 from dream_gnn.ppr import clear_ppr_cache, personalized_pagerank
 from icml26_core.datasets import load_graph
