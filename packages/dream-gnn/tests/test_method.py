@@ -271,3 +271,56 @@ def test_bad_inputs_name_the_argument(sbm, masks):
     for kw in ({"tol": "a"}, {"max_iter": 0}, {"dense_max": -1}):
         with pytest.raises((TypeError, ValueError), match=next(iter(kw))):
             personalized_pagerank(data.edge_index, y.size, sources=[0], **kw)
+
+
+def test_gcn_caches_the_normalization_and_matches_pyg(sbm):
+    from torch_geometric.nn import GCNConv
+
+    data, _ = sbm(seed=3)
+    torch.manual_seed(0)
+    model = GCN(20, 16, 3).eval()
+    ref1, ref2 = GCNConv(20, 16), GCNConv(16, 3)  # normalize=True: recomputed per call
+    ref1.load_state_dict(model.conv1.state_dict())
+    ref2.load_state_dict(model.conv2.state_dict())
+    with torch.no_grad():
+        h = torch.relu(ref1(data.x, data.edge_index))
+        out, hid = model(data.x, data.edge_index)
+        torch.testing.assert_close(hid, h, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(out, ref2(h, data.edge_index), rtol=1e-5, atol=1e-6)
+        first = model._norm
+        model(data.x, data.edge_index)
+        assert model._norm is first  # same graph tensor: not recomputed
+        other = data.edge_index[:, :-2].clone()
+        model(data.x, other)
+        assert model._norm is not first and model._norm[0].shape[1] < first[0].shape[1]
+
+
+def test_input_dropout_draws_on_nonzeros_only():
+    model = GCN(50, 8, 2, dropout=0.5).train()
+    x = torch.zeros(400, 50)
+    x[torch.rand(400, 50, generator=torch.Generator().manual_seed(0)) < 0.1] = 3.0
+    torch.manual_seed(0)
+    h = model._input_dropout(x)
+    assert bool((h[x == 0] == 0).all())  # zeros stay zeros
+    kept = h[x != 0]
+    assert bool(((kept == 0) | ((kept - 6.0).abs() < 1e-6)).all())  # x / (1 - p) or 0
+    assert abs(float((kept != 0).float().mean()) - 0.5) < 0.05
+    assert model.eval()._input_dropout(x) is x
+
+
+def test_ppr_is_cached_per_graph_and_callers_cannot_corrupt_it():
+    from dream_gnn.ppr import _CACHE, clear_ppr_cache
+
+    clear_ppr_cache()
+    ei = np.array([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])
+    a = personalized_pagerank(ei, 4, sources=[0, 2])
+    assert len(_CACHE) == 1
+    a[:] = -1.0  # the caller's copy only
+    b = personalized_pagerank(ei, 4, sources=[2, 0])
+    assert len(_CACHE) == 1  # dense: one matrix per graph, any sources
+    np.testing.assert_allclose(b.sum(1), 1.0)
+    np.testing.assert_allclose(b[::-1], personalized_pagerank(ei, 4, sources=[0, 2]))
+    s = personalized_pagerank(ei, 4, sources=[1], dense_max=1, tol=1e-13)
+    np.testing.assert_allclose(s, personalized_pagerank(ei, 4, sources=[1]), atol=1e-9)
+    clear_ppr_cache()
+    assert not _CACHE

@@ -30,18 +30,60 @@ class GCN(nn.Module):
         super().__init__()
         from torch_geometric.nn import GCNConv
 
+        # normalize=False: the symmetric normalization (self-loops, D^-1/2 A D^-1/2) is
+        # computed once per graph by _normalized and passed as edge weights, the same
+        # numbers GCNConv(normalize=True) recomputes at every forward
         self.conv1 = GCNConv(
             check_int("in_channels", in_channels, low=1),
             check_int("hidden_channels", hidden_channels, low=1),
+            normalize=False,
         )
-        self.conv2 = GCNConv(hidden_channels, check_int("out_channels", out_channels, low=2))
+        self.conv2 = GCNConv(
+            hidden_channels, check_int("out_channels", out_channels, low=2), normalize=False
+        )
         self.dropout = check_float("dropout", dropout, low=0.0, high=1.0, high_inclusive=False)
+        self._norm_key: tuple | None = None
+        self._norm: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._nz_key: tuple | None = None
+        self._nz: torch.Tensor | None = None
+
+    def _normalized(
+        self, edge_index: torch.Tensor, num_nodes: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """GCN-normalized ``(edge_index, edge_weight)``, cached per graph tensor."""
+        from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+        # the key holds the tensor itself, so its memory cannot be reused by another graph
+        key = (edge_index, edge_index._version, num_nodes)
+        k0 = self._norm_key
+        if self._norm is None or k0 is None or k0[0] is not edge_index or k0[1:] != key[1:]:
+            ei, w = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+            self._norm_key, self._norm = key, (ei, w)
+        return self._norm
+
+    def _input_dropout(self, x: torch.Tensor) -> torch.Tensor:
+        """Dropout on the input, drawn on its nonzero entries only.
+
+        Dropping a zero leaves it zero, so this has the distribution of
+        ``F.dropout(x, p)``; on bag-of-identifier features (about 4% nonzero) it draws
+        25x fewer random numbers, which dominated the epoch time.
+        """
+        if not self.training or self.dropout == 0.0:
+            return x
+        k0 = self._nz_key
+        if self._nz is None or k0 is None or k0[0] is not x or k0[1] != x._version:
+            self._nz_key, self._nz = (x, x._version), torch.nonzero(x.reshape(-1)).squeeze(1)
+        nz = self._nz
+        keep = torch.rand(nz.numel(), device=x.device, dtype=x.dtype) >= self.dropout
+        flat = torch.zeros(x.numel(), device=x.device, dtype=x.dtype)
+        flat[nz] = x.reshape(-1)[nz] * keep / (1.0 - self.dropout)
+        return flat.reshape(x.shape)
 
     def forward(
         self, x: torch.Tensor, edge_index: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(logits, hidden)``."""
-        h = F.dropout(x, self.dropout, self.training)
-        h = F.relu(self.conv1(h, edge_index))
-        out = self.conv2(F.dropout(h, self.dropout, self.training), edge_index)
+        ei, w = self._normalized(edge_index, x.shape[0])
+        h = F.relu(self.conv1(self._input_dropout(x), ei, w))
+        out = self.conv2(F.dropout(h, self.dropout, self.training), ei, w)
         return out, h

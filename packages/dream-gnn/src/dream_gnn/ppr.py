@@ -7,7 +7,22 @@ from typing import Any
 import numpy as np
 from icml26_core.validation import check_float, check_int
 
-__all__ = ["personalized_pagerank"]
+__all__ = ["clear_ppr_cache", "personalized_pagerank"]
+
+# (n, alpha, dense, tol, max_iter, edges digest[, sources digest]) -> rows; a few graphs
+_CACHE: dict[tuple, np.ndarray] = {}
+_CACHE_SIZE = 8
+
+
+def clear_ppr_cache() -> None:
+    """Forget the cached PageRank matrices of :func:`personalized_pagerank`."""
+    _CACHE.clear()
+
+
+def _digest(a: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
 def _edges(edge_index: Any, num_nodes: int) -> np.ndarray:
@@ -32,7 +47,7 @@ def personalized_pagerank(
     alpha: float = 0.15,
     *,
     sources: Any = None,
-    dense_max: int = 2000,
+    dense_max: int = 999,
     tol: float = 1e-10,
     max_iter: int = 1000,
 ) -> np.ndarray:
@@ -43,9 +58,12 @@ def personalized_pagerank(
 
     A walk at a node without out-edges restarts (the convention of
     ``networkx.pagerank(G, alpha=1 - alpha, personalization={s: 1})``, whose output each
-    row equals). Duplicate edges count once. With ``num_nodes <= dense_max`` the rows are
-    ``(I - (1 - alpha) P)^{-1}`` normalized to sum 1 (one dense solve); above, a sparse
-    power iteration on the sources' rows.
+    row equals). Duplicate edges count once. With ``num_nodes <= dense_max`` (fewer than
+    1000 nodes by default) the rows are those of ``(I - (1 - alpha) P)^{-1}`` normalized
+    to sum 1: the whole matrix is inverted once per graph and cached, so later calls on
+    the same graph (other sources, other seeds) only slice it. Above, a sparse power
+    iteration on the sources' rows, cached per graph and source set. The cache holds
+    the last 8 results, keyed by the edges' bytes; :func:`clear_ppr_cache` empties it.
 
     Args:
         edge_index: int (2, E) directed edges ``src -> dst`` (both directions for an
@@ -85,6 +103,13 @@ def personalized_pagerank(
         src = src.astype(np.int64)
     if src.size and (src.min() < 0 or src.max() >= n):
         raise ValueError(f"sources must lie in 0..{n - 1}, got [{src.min()}, {src.max()}]")
+    dense = n <= dense_max
+    key: tuple = (n, alpha, dense, tol, max_iter, _digest(ei))
+    if not dense:
+        key += (_digest(src),)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit[src] if dense else hit.copy()
     import scipy.sparse as sp
 
     A = sp.csr_array((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(n, n))
@@ -93,21 +118,29 @@ def personalized_pagerank(
     deg = np.asarray(A.sum(axis=1)).reshape(-1)
     inv = np.divide(1.0, deg, out=np.zeros(n), where=deg > 0)
     P = sp.diags_array(inv) @ A  # row-stochastic except rows of dangling nodes (zero)
-    if n <= dense_max:
+    if dense:
         M = np.eye(n) - (1.0 - alpha) * P.toarray()
-        # rows of M^{-1}: solve M^T X^T = I for the requested columns
-        E = np.zeros((n, src.size))
-        E[src, np.arange(src.size)] = 1.0
-        X = np.linalg.solve(M.T, E).T
-    else:
-        E = np.zeros((src.size, n))
-        E[np.arange(src.size), src] = 1.0
-        X = E.copy()
-        PT = P.T.tocsr()
-        for _ in range(max_iter):
-            X_new = E + (1.0 - alpha) * (PT @ X.T).T
-            if np.abs(X_new - X).sum(axis=1).max() < tol:
-                X = X_new
-                break
+        X = np.linalg.inv(M)  # row s: the visit distribution of walks restarting at s
+        X /= X.sum(axis=1, keepdims=True)
+        _remember(key, X)
+        return X[src]
+    E = np.zeros((src.size, n))
+    E[np.arange(src.size), src] = 1.0
+    X = E.copy()
+    PT = P.T.tocsr()
+    for _ in range(max_iter):
+        X_new = E + (1.0 - alpha) * (PT @ X.T).T
+        if np.abs(X_new - X).sum(axis=1).max() < tol:
             X = X_new
-    return X / X.sum(axis=1, keepdims=True)
+            break
+        X = X_new
+    X = X / X.sum(axis=1, keepdims=True)
+    _remember(key, X)
+    return X.copy()
+
+
+def _remember(key: tuple, X: np.ndarray) -> None:
+    X.flags.writeable = False
+    _CACHE[key] = X
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))

@@ -207,7 +207,7 @@ class DREAMTrainer:
     - node proximity: the ``k_proximity`` nodes whose hidden embeddings (the model's
       second output) are closest to ``v``'s in cosine similarity;
     - graph topology: the ``k_topology`` nodes with the largest personalized PageRank
-      from ``v`` (restart probability ``ppr_alpha``; computed once per fit).
+      from ``v`` (restart probability ``ppr_alpha``; computed once per graph, cached).
 
     Its semantic homogeneity ``s_v`` is the anchors' mean predicted probability of
     ``v``'s observed label (weighted by each anchor's confidence, its top probability,
