@@ -12,7 +12,7 @@ method is timed against the exact one, interleaved in this process
 its paired bootstrap 95% CI and a verdict on the issue's target (>= 5x faster at
 D = 784 with the top 16 within 1%).
 
-    uv run python packages/score-anisotropy/benchmarks/bench_sad.py [--repeats 5] [--dims 64 196 784]
+    uv run python packages/score-anisotropy/benchmarks/bench_sad.py [--repeats 5] [--dims 784]
 """
 
 from __future__ import annotations
