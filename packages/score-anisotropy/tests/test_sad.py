@@ -125,9 +125,12 @@ def test_block_lanczos_matches_exact_on_top_eigenvalues_and_directions():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: sa.ScoreMLP(16, width=8),
         lambda: sa.ScoreCNN(16, channels=4),
-        lambda: sa.ScoreViT(16, patch=2, width=8, depth=1, heads=2),
+        # the other two trace their own linearization: slow, for the 30 s budget
+        pytest.param(lambda: sa.ScoreMLP(16, width=8), marks=pytest.mark.slow),
+        pytest.param(
+            lambda: sa.ScoreViT(16, patch=2, width=8, depth=1, heads=2), marks=pytest.mark.slow
+        ),
     ],
 )
 def test_matvec_single_vectors_and_blocks_equal_the_exact_kernel(make):
