@@ -41,6 +41,21 @@ def test_schedule_ends_near_pure_noise():
     assert float(sch.alphas_bar[-1]) < 1e-3
 
 
+def test_ddpm_recovers_a_2d_gaussian_covariance_within_10_percent():
+    # the covariance test at a size for the fast suite (about 2 s of CPU); the
+    # 4-D version below is slow
+    torch.manual_seed(0)
+    L = np.array([[1.0, 0.0], [0.8, 0.6]])
+    X = np.random.default_rng(0).standard_normal((2000, 2)) @ L.T
+    m = sa.ScoreMLP(2, width=64)
+    sch = sa.DDPMSchedule(200)
+    losses = sa.train_ddpm(m, X, 800, sch, batch_size=256, lr=2e-3, seed=0)
+    assert np.mean(losses[-100:]) < np.mean(losses[:20])
+    S = np.cov(sa.sample_ddpm(m, 4000, sch, seed=1), rowvar=False)
+    C = L @ L.T
+    assert np.linalg.norm(S - C) / np.linalg.norm(C) < 0.10
+
+
 @pytest.mark.slow  # about 10 s of CPU
 def test_ddpm_recovers_a_gaussian_covariance():
     torch.manual_seed(0)

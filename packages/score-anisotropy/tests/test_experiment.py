@@ -69,7 +69,7 @@ def test_full_scale_path_runs_at_a_tiny_size():
         "steps": 2,
         "n_inputs": 1,
         "n_test": 20,
-        "lanczos_k": 4,
+        "lanczos_k": 8,  # alignment reads the top K_MODES = 8
     }
     archs = experiment._archs("full")
     plan = [(a, "digits") for a in archs] + [("CNN", "MNIST"), ("CNN", "patches")]

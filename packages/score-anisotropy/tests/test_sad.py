@@ -122,6 +122,55 @@ def test_block_lanczos_matches_exact_on_top_eigenvalues_and_directions():
     np.testing.assert_allclose(bk.directions.T @ bk.directions, np.eye(16), atol=1e-8)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: sa.ScoreCNN(16, channels=4),
+        # the other two trace their own linearization: slow, for the 30 s budget
+        pytest.param(lambda: sa.ScoreMLP(16, width=8), marks=pytest.mark.slow),
+        pytest.param(
+            lambda: sa.ScoreViT(16, patch=2, width=8, depth=1, heads=2), marks=pytest.mark.slow
+        ),
+    ],
+)
+def test_matvec_single_vectors_and_blocks_equal_the_exact_kernel(make):
+    # one vector goes through the kept linearization, a block through vmapped vjp/jvp
+    torch.manual_seed(0)
+    m = make().double()
+    rng = np.random.default_rng(0)
+    x = torch.as_tensor(rng.standard_normal((5, 16)))
+    t = torch.as_tensor(rng.uniform(0.1, 1.0, 5))
+    K = sa.empirical_ntk(m, x, t)
+    mv = sa.ntk_matvec(m, x, t, chunk=2, col_chunk=3)  # chunks of inputs and columns
+    V = rng.standard_normal((16, 4))
+    for _ in range(2):  # the second call reuses the linearization
+        np.testing.assert_allclose(mv(V[:, 0]), K @ V[:, 0], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(mv(V), K @ V, rtol=1e-9, atol=1e-10)
+
+
+def test_block_krylov_started_from_known_products_spends_none_on_them():
+    from score_anisotropy.sad import _block_krylov
+
+    rng = np.random.default_rng(1)
+    Q, _ = np.linalg.qr(rng.standard_normal((60, 60)))
+    lam = 0.6 ** np.arange(60)
+    A = (Q * lam) @ Q.T
+    Z = rng.choice([-1.0, 1.0], size=(60, 12))
+    calls = []
+
+    def mv(V):
+        calls.append(V.shape[1])
+        return A @ V
+
+    top, U = _block_krylov(mv, 60, 4, rng, start=(Z, A @ Z))
+    np.testing.assert_allclose(top, lam[:4], rtol=1e-6)
+    np.testing.assert_allclose(np.abs(np.sum(U * Q[:, :4], axis=0)), 1.0, atol=1e-5)
+    assert calls and calls[0] == 12 and sum(calls) < 60  # no product of the start block
+    calls.clear()
+    _block_krylov(mv, 60, 4, rng, start=(Z[:, :5], A @ Z[:, :5]))  # fewer than b = 12
+    assert calls[0] == 7  # only the Gaussian top-up is multiplied first
+
+
 def test_block_krylov_on_a_known_spectrum_stops_early():
     from score_anisotropy.sad import _block_krylov
 

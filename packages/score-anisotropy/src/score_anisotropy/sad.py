@@ -14,14 +14,16 @@ on the denoising loss fits the output directions with large eigenvalues fastest.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 from icml26_core.validation import check_choice, check_int
 from torch import nn
-from torch.func import functional_call, jacrev, jvp, vjp, vmap
+from torch.func import functional_call, jacrev, jvp, linearize, vjp, vmap
 
 from score_anisotropy.models import DDPMSchedule, _check_model
 
@@ -137,6 +139,15 @@ def ntk_matvec(
 ):
     """A matrix-free product ``v -> K v`` with K as in :func:`empirical_ntk` (vjp then jvp).
 
+    A matrix ``(D, m)`` is multiplied ``col_chunk`` columns at a time, each chunk of
+    columns and inputs in one vmapped vjp-then-jvp call (the forward pass is shared by
+    the columns). A single vector (what ``scipy.sparse.linalg.eigsh`` asks for) goes
+    through a linearization built once, on the first such call, per chunk of inputs:
+    the vjp's pullback and ``torch.func.linearize``'s jvp are kept and reused, so a
+    product costs one backward and one tangent pass without recomputing the forward
+    (about 1.7x faster per vector on a ``ScoreCNN``; ``benchmarks/README.md``). If
+    ``linearize`` cannot trace the model, the jvp recomputes the forward instead.
+
     Args:
         model: As in :func:`empirical_ntk`.
         x: Inputs, shape ``(n, D)``.
@@ -153,18 +164,45 @@ def ntk_matvec(
     """
     _check_model(model)
     _check_inputs(model, x, t)
+    chunk = check_int("chunk", chunk, low=1)
+    col_chunk = check_int("col_chunk", col_chunk, low=1)
     params, rest = _params(model)
     n, d = x.shape
 
+    def f1(p: dict[str, torch.Tensor], xi: torch.Tensor, ti: torch.Tensor) -> torch.Tensor:
+        return functional_call(model, (p, rest), (xi[None], ti[None]))[0]
+
     def one(xi: torch.Tensor, ti: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         def f(p: dict[str, torch.Tensor]) -> torch.Tensor:
-            return functional_call(model, (p, rest), (xi[None], ti[None]))[0]
+            return f1(p, xi, ti)
 
         _, pull = vjp(f, params)
         (g,) = pull(v)
         return jvp(f, (params,), (g,))[1]
 
     batched = vmap(vmap(one, in_dims=(0, 0, None)), in_dims=(None, None, 1))  # (m, c, D)
+    linear: list[tuple[int, Any, Any]] = []  # per input chunk: (size, pullback, jvp)
+
+    def linearized() -> list[tuple[int, Any, Any]]:
+        if not linear:
+            for s in range(0, n, chunk):
+                xs, ts = x[s : s + chunk], t[s : s + chunk]
+                c = xs.shape[0]
+                # one copy of the parameters per input: vjp gives per-input J_i^T v
+                pc = {key: v.expand(c, *v.shape).clone() for key, v in params.items()}
+
+                def F(p: dict[str, torch.Tensor], xs=xs, ts=ts) -> torch.Tensor:
+                    return vmap(f1)(p, xs, ts)
+
+                _, pull = vjp(F, pc)
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        _, push = linearize(F, pc)
+                except Exception:  # a model make_fx cannot trace: jvp recomputes the forward
+                    push = partial(_jvp_of, F, pc)
+                linear.append((c, pull, push))
+        return linear
 
     def matvec(v: np.ndarray) -> np.ndarray:
         vv = np.asarray(v, dtype=np.float64)
@@ -172,6 +210,14 @@ def ntk_matvec(
             raise ValueError(f"v must have shape ({d},) or ({d}, m), got {vv.shape}")
         cols = vv.reshape(d, -1)
         out = np.zeros_like(cols)
+        if cols.shape[1] == 1:  # one vector: the kept linearization
+            V = torch.as_tensor(cols[:, 0], dtype=x.dtype, device=x.device)
+            acc = torch.zeros(d, dtype=torch.float64, device=x.device)
+            for c, pull, push in linearized():
+                (g,) = pull(V.expand(c, d))
+                acc += push(g).double().sum(0)
+            out[:, 0] = (acc / n).cpu().numpy()
+            return out.reshape(vv.shape)
         for j in range(0, cols.shape[1], col_chunk):
             V = torch.as_tensor(cols[:, j : j + col_chunk], dtype=x.dtype, device=x.device)
             acc = torch.zeros(V.shape[1], d, dtype=torch.float64, device=x.device)
@@ -181,6 +227,10 @@ def ntk_matvec(
         return out.reshape(vv.shape)
 
     return matvec
+
+
+def _jvp_of(F: Any, primals: dict[str, torch.Tensor], tangents: dict[str, torch.Tensor]):
+    return jvp(F, (primals,), (tangents,))[1]
 
 
 def spectral_stats(eigenvalues: np.ndarray) -> tuple[float, float]:
@@ -265,7 +315,13 @@ def _model_dim(model: nn.Module, X: np.ndarray) -> int:
 
 
 def _block_krylov(
-    mv: Any, d: int, k: int, rng: np.random.Generator, tol: float = 1e-4, max_dim: int = 0
+    mv: Any,
+    d: int,
+    k: int,
+    rng: np.random.Generator,
+    tol: float = 1e-4,
+    max_dim: int = 0,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-k eigenpairs of a PSD operator by block Lanczos with full reorthogonalization.
 
@@ -274,16 +330,30 @@ def _block_krylov(
     the Rayleigh-Ritz pairs of ``V^T K V`` (its ``K V`` is already known). It stops when
     the top-k Ritz values move by less than ``tol`` (relative) between steps, or when V
     has ``max_dim`` (default ``min(d, 8 b)``) columns.
+
+    ``start = (Z, KZ)``: a first block whose products are already known (the Hutchinson
+    probes of :func:`sad`); its first ``b`` columns span the first block (``K Q`` is
+    ``KZ R^{-1}`` for ``Z = Q R``, no product spent), topped up with Gaussian columns if
+    it has fewer than ``b``.
     """
     b = min(k + 8, d)
     max_dim = min(d, max_dim or 8 * b)
-    Q, _ = np.linalg.qr(rng.standard_normal((d, b)))
-    V = np.zeros((d, 0))
-    KV = np.zeros((d, 0))
+    if start is None:
+        Z = rng.standard_normal((d, b))
+        KZ = mv(Z)
+    else:
+        Z, KZ = start[0][:, :b], start[1][:, :b]
+        if Z.shape[1] < b:
+            G = rng.standard_normal((d, b - Z.shape[1]))
+            Z, KZ = np.hstack([Z, G]), np.hstack([KZ, mv(G)])
+    Q, R = np.linalg.qr(Z)
+    if np.linalg.cond(R) < 1e6:
+        W = np.linalg.solve(R.T, KZ.T).T  # K Q = K Z R^{-1}
+    else:  # nearly dependent start columns: multiply the orthonormal block instead
+        W = mv(Q)
+    V, KV = Q, W
     prev = None
     while True:
-        W = mv(Q)
-        V, KV = np.hstack([V, Q]), np.hstack([KV, W])
         T = V.T @ KV
         lam, S = np.linalg.eigh((T + T.T) / 2)
         lam, S = lam[::-1], S[:, ::-1]
@@ -296,10 +366,11 @@ def _block_krylov(
         R -= V @ (V.T @ R)  # twice is enough (Giraud et al. 2005)
         U, sv, _ = np.linalg.svd(R, full_matrices=False)
         keep = sv > 1e-10 * max(sv[0], 1e-300)
-        room = max_dim - V.shape[1]
-        Q = U[:, keep][:, :room]
+        Q = U[:, keep][:, : min(b, max_dim - V.shape[1])]
         if Q.shape[1] == 0:  # invariant subspace found
             break
+        W = mv(Q)
+        V, KV = np.hstack([V, Q]), np.hstack([KV, W])
     return np.clip(lam[:k], 0.0, None), V @ S[:, :k]
 
 
@@ -329,9 +400,11 @@ def sad(
             ``block``).
         method: ``"jacrev"`` (exact; memory ``D * P`` floats per input), ``"lanczos"``
             (matrix-free, ``scipy.sparse.linalg.eigsh`` on vjp/jvp products, one vector
-            at a time) or ``"block"`` (matrix-free block Lanczos with full
+            at a time through a linearization kept across products, see
+            :func:`ntk_matvec`) or ``"block"`` (matrix-free block Lanczos with full
             reorthogonalization: blocks of ``k + 8`` columns in one batched vjp/jvp
-            call, stopped when the top-k Ritz values move by < 1e-4 relative). Both
+            call, started from the trace probes, whose products it reuses, and stopped
+            when the top-k Ritz values move by < 1e-4 relative). Both
             matrix-free methods take the anisotropy and effective rank from Hutchinson
             estimates of ``tr K`` and ``tr K^2`` (``trace_probes`` Rademacher probes).
         seed: Seed of the drawn inputs, steps, noise and probes.
@@ -374,18 +447,21 @@ def sad(
         return SADResult(lam[:k].copy(), U[:, :k].copy(), aniso, erank, float(np.trace(K)), method)
     from scipy.sparse.linalg import LinearOperator, eigsh
 
-    if method == "lanczos":
-        mv = ntk_matvec(model, x, t, chunk=chunk or 16)
-        op = LinearOperator((d, d), matvec=mv, dtype=np.float64)
-        v0 = np.random.default_rng(seed).standard_normal(d)
-        lam, U = eigsh(op, k=k, which="LA", v0=v0, tol=1e-6)
-        order = np.argsort(lam)[::-1]
-        lam, U = np.clip(lam[order], 0.0, None), U[:, order]
-    else:  # block Lanczos: one batched product per block of k + 8 columns
-        mv = ntk_matvec(model, x, t, chunk=chunk or 16, col_chunk=min(k + 8, d))
-        lam, U = _block_krylov(mv, d, k, np.random.default_rng(seed))
+    # one product for both: single vectors (eigsh) through the kept linearization,
+    # blocks of k + 8 columns (probes, block Lanczos) in one vmapped call each
+    mv = ntk_matvec(model, x, t, chunk=chunk or 16, col_chunk=min(k + 8, d))
     probes = np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=(d, trace_probes))
     KZ = mv(probes)
+    if method == "lanczos":
+        op = LinearOperator((d, d), matvec=mv, dtype=np.float64)
+        v0 = np.random.default_rng(seed).standard_normal(d)
+        # Ritz values to 1e-4 relative (ARPACK's tol; 1e-6 took ~15% more products
+        # for errors below 1e-7 either way, benchmarks/README.md)
+        lam, U = eigsh(op, k=k, which="LA", v0=v0, tol=1e-4)
+        order = np.argsort(lam)[::-1]
+        lam, U = np.clip(lam[order], 0.0, None), U[:, order]
+    else:  # block Lanczos, started from the probes (their products are known)
+        lam, U = _block_krylov(mv, d, k, np.random.default_rng(seed), start=(probes, KZ))
     trace = float(np.mean(np.sum(probes * KZ, axis=0)))
     trace_sq = float(np.mean(np.sum(KZ * KZ, axis=0)))
     mean = trace / d
