@@ -77,7 +77,7 @@ def config(scale: str) -> Config:
         K=ctx.pick(smoke=16, default=128, full=256),
         dims=ctx.pick(smoke=(64, 128), default=(64, 128, 256, 512), full=FULL_DIMS),
         widths=ctx.pick(smoke=(16, 64), default=(16, 64, 256), full=(16, 64, 256)),
-        epochs=ctx.pick(smoke=1, default=20, full=200),
+        epochs=ctx.pick(smoke=1, default=25, full=200),
         unroll=ctx.pick(smoke=8, default=48, full=128),
         train_seeds=ctx.pick(smoke=2, default=5, full=20),
         streams=ctx.pick(smoke=1, default=1, full=1),
