@@ -47,8 +47,8 @@ def main() -> None:
     fit = {"epochs": 10, "episodes": 8, "unroll": 48, "seed": 0}
     spf = StochasticPathFollower(width=64).fit(train, **fit)
     lstm = LSTMOptimizer().fit(train, **fit)
-    sgd = OnlineSGD(_tune(OnlineSGD, SGD_GRID, tune)[0])
-    adam = OnlineAdam(_tune(OnlineAdam, ADAM_GRID_LS, tune)[0])
+    sgd = OnlineSGD(_tune(OnlineSGD, SGD_GRID, tune, "cpu")[0])
+    adam = OnlineAdam(_tune(OnlineAdam, ADAM_GRID_LS, tune, "cpu")[0])
     test = DriftingLeastSquares(image_rows("page", d)[:K], m=d // 4, noise=NOISE)
     xs = test.reference_path()
     methods = {"SPF": spf, "online SGD": sgd, "online Adam": adam, "LSTM optimizer": lstm}

@@ -50,7 +50,12 @@ class _Tracker:
         episodes = check_int("episodes", episodes, low=1)
         start = check_int("start", start, low=0, high=n - 1)
         steps = n - start if steps is None else check_int("steps", steps, low=1, high=n - start)
-        x = torch.zeros(episodes, scenario.dim, dtype=getattr(scenario, "dtype", torch.float32))
+        x = torch.zeros(
+            episodes,
+            scenario.dim,
+            dtype=getattr(scenario, "dtype", torch.float32),
+            device=getattr(scenario, "device", None),
+        )
         state = self.init(x)
         out = []
         for k in range(start, start + steps):
@@ -177,6 +182,7 @@ class TvoptPredictionCorrection(_Tracker):
         start = check_int("start", start, low=0, high=n - 1)
         steps = n - start if steps is None else check_int("steps", steps, low=1, high=n - start)
         dtype = getattr(scenario, "dtype", torch.float32)
+        device = getattr(scenario, "device", None)
         d = scenario.dim
         dom = sets.R(d, 1)
         # batches in the order every other tracker draws them (the same streams)
@@ -189,9 +195,9 @@ class TvoptPredictionCorrection(_Tracker):
                 self.smooth = 2
 
             def _grad(self, x: np.ndarray) -> np.ndarray:
-                X = torch.zeros(episodes, d, dtype=dtype)
-                X[self.b] = torch.as_tensor(x[:, 0], dtype=dtype)
-                return self.batch.grad(X)[self.b].double().numpy()[:, None]
+                X = torch.zeros(episodes, d, dtype=dtype, device=device)
+                X[self.b] = torch.as_tensor(x[:, 0], dtype=dtype, device=device)
+                return self.batch.grad(X)[self.b].double().cpu().numpy()[:, None]
 
             def function(self, x: np.ndarray) -> float:  # pragma: no cover - unused
                 raise NotImplementedError
@@ -209,7 +215,7 @@ class TvoptPredictionCorrection(_Tracker):
                 out[k, b] = x[:, 0]
                 f_hat.update(k)  # causal: the prediction uses batches 0..k only
                 x_pred = solvers.gradient({"f": f_hat}, self.lr, x_0=x, num_iter=1)
-        return torch.as_tensor(out, dtype=dtype)
+        return torch.as_tensor(out, dtype=dtype, device=device)
 
 
 class KalmanFilter(_Tracker):
@@ -229,7 +235,8 @@ class KalmanFilter(_Tracker):
     def init(self, x):
         """The method's state for initial decisions ``x`` (B, d)."""
         B, d = x.shape
-        return {"P": self.p0 * torch.eye(d, dtype=x.dtype).expand(B, d, d).clone()}
+        eye = torch.eye(d, dtype=x.dtype, device=x.device)
+        return {"P": self.p0 * eye.expand(B, d, d).clone()}
 
     def update(self, x, state, batch):
         """One step from decision ``x`` (B, d) on ``batch``; returns the new decision and state."""
@@ -237,9 +244,9 @@ class KalmanFilter(_Tracker):
             raise TypeError("KalmanFilter needs least-squares batches")
         A, y = batch.A, batch.y
         d = x.shape[1]
-        P = state["P"] + self.q * torch.eye(d, dtype=x.dtype)
+        P = state["P"] + self.q * torch.eye(d, dtype=x.dtype, device=x.device)
         PAt = P @ A.transpose(1, 2)
-        S = A @ PAt + self.r * torch.eye(A.shape[1], dtype=x.dtype)
+        S = A @ PAt + self.r * torch.eye(A.shape[1], dtype=x.dtype, device=x.device)
         K = torch.linalg.solve(S, PAt.transpose(1, 2)).transpose(1, 2)
         innov = y - torch.einsum("bmd,bd->bm", A, x)
         x = x + torch.einsum("bdm,bm->bd", K, innov)
@@ -248,10 +255,17 @@ class KalmanFilter(_Tracker):
 
 
 class PerStepSolution(_Tracker):
-    """The minimum-norm solution of ``A_k x = y_k`` alone (least squares, no memory)."""
+    """The minimum-norm solution of ``A_k x = y_k`` alone (least squares, no memory).
+
+    ``A_k`` must have full row rank (m <= d Gaussian rows do, almost surely).
+    """
 
     def update(self, x, state, batch):
         """One step from decision ``x`` (B, d) on ``batch``; returns the new decision and state."""
         if not isinstance(batch, LeastSquaresBatch):
             raise TypeError("PerStepSolution needs least-squares batches")
-        return torch.linalg.pinv(batch.A).matmul(batch.y[..., None])[..., 0], state
+        # A^T (A A^T)^{-1} y: A (B, m, d) has full row rank m < d almost surely, so this
+        # is pinv(A) y, from an m x m solve instead of an SVD
+        A = batch.A
+        z = torch.linalg.solve(A @ A.transpose(1, 2), batch.y.unsqueeze(-1))
+        return (A.transpose(1, 2) @ z)[..., 0], state

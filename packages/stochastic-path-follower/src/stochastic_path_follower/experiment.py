@@ -79,14 +79,14 @@ def config(scale: str) -> Config:
         widths=ctx.pick(smoke=(16, 64), default=(16, 64, 256), full=(16, 64, 256)),
         epochs=ctx.pick(smoke=1, default=25, full=200),
         unroll=ctx.pick(smoke=8, default=48, full=128),
-        train_seeds=ctx.pick(smoke=2, default=3, full=20),
-        streams=ctx.pick(smoke=1, default=2, full=1),
+        train_seeds=ctx.pick(smoke=2, default=5, full=20),
+        streams=ctx.pick(smoke=1, default=1, full=1),
         logit_walks=ctx.pick(smoke=2, default=10, full=20),
         test_images=ctx.pick(smoke=TEST_IMAGES, default=TEST_IMAGES, full=FULL_TEST_IMAGES),
         drifts=ctx.pick(smoke=("walk",), default=("walk",), full=DRIFTS),
         steps_t=ctx.pick(smoke=4, default=32, full=64),
         time_repeats=ctx.pick(smoke=3, default=7, full=9),
-        td_epochs=ctx.pick(smoke=1, default=2, full=5),
+        td_epochs=ctx.pick(smoke=1, default=1, full=5),
     )
 
 
@@ -177,26 +177,74 @@ def angle_path(process: str, steps: int, seed: int) -> np.ndarray:
     return np.asarray(out)
 
 
-def _errors(method: Any, scen: Any, seeds: list[int], xstar: Any) -> tuple[np.ndarray, Any]:
-    """Mean relative tracking error per seed (one stream per seed), and the paths."""
+def _generator(seed: int, device: Any) -> Any:
+    """A torch generator on ``device`` (the minibatches are drawn there)."""
+    import torch
+
+    return torch.Generator(device=device).manual_seed(int(seed))
+
+
+def _errors(
+    method: Any, scen: Any, episodes: int, seed: int, xstar: Any, device: Any
+) -> tuple[np.ndarray, Any]:
+    """Mean relative tracking errors (one per stream) and the paths (K, episodes, d).
+
+    The ``episodes`` streams are drawn together from the generator of ``seed``.
+    """
     import torch
 
     from stochastic_path_follower import tracking_error
 
-    errs, paths = [], []
-    for s in seeds:
-        with torch.no_grad():
-            X = method.rollout(scen, 1, torch.Generator().manual_seed(int(s)))
-        errs.append(float(tracking_error(X, xstar)[0]))
-        paths.append(X[:, 0])
-    return np.asarray(errs), paths
+    with torch.no_grad():
+        X = method.rollout(scen, episodes, _generator(seed, device))
+    return tracking_error(X, xstar).cpu().numpy().astype(float), X
 
 
-def _tune(make: Any, grid: tuple[float, ...], scens: list[Any]) -> tuple[float, list[float]]:
+class _Episodes:
+    """Episodes ``idx`` of the ``total`` streams of ``scen`` drawn together.
+
+    A learned model of training seed s reads only its own items' streams; drawing all
+    ``total`` and keeping ``idx`` gives it the very minibatches every baseline sees in
+    its batched rollout of the same generator.
+    """
+
+    def __init__(self, scen: Any, idx: list[int], total: int) -> None:
+        self.scen, self.idx, self.total = scen, idx, total
+        self.dim, self.times = scen.dim, scen.times
+        self.dtype, self.device = scen.dtype, scen.device
+
+    def __len__(self) -> int:
+        return len(self.scen)
+
+    def sample(self, k: int, episodes: int, generator: Any) -> Any:
+        from stochastic_path_follower import LeastSquaresBatch, LogisticBatch
+
+        if episodes != len(self.idx):
+            raise ValueError(f"episodes must be {len(self.idx)}, got {episodes}")
+        b = self.scen.sample(k, self.total, generator)
+        if isinstance(b, LeastSquaresBatch):
+            return LeastSquaresBatch(b.A[self.idx], b.y[self.idx])
+        if isinstance(b, LogisticBatch):
+            return LogisticBatch(b.a[self.idx], b.s[self.idx], b.reg)
+        raise TypeError(f"cannot select episodes of a {type(b).__name__}")
+
+    def reference_path(self) -> Any:
+        return self.scen.reference_path()
+
+    def population_loss(self, k: int, x: Any) -> Any:
+        return self.scen.population_loss(k, x)
+
+
+def _tune(
+    make: Any, grid: tuple[float, ...], scens: list[Any], device: Any
+) -> tuple[float, list[float]]:
     """The grid value with the lowest mean error on the training scenarios (validation seed)."""
     scores = []
     for v in grid:
-        e = [float(_errors(make(v), s, [VALIDATION_SEED], s.reference_path())[0][0]) for s in scens]
+        e = [
+            float(_errors(make(v), s, 1, VALIDATION_SEED, s.reference_path(), device)[0][0])
+            for s in scens
+        ]
         scores.append(float(np.mean(e)) if np.all(np.isfinite(e)) else float("inf"))
     return grid[int(np.argmin(scores))], scores
 
@@ -236,6 +284,7 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
 
     t_start = time.perf_counter()
     cpu_start = time.process_time()
+    dev = torch.device(ctx.device)  # every scenario, model, generator and tensor lives here
     K, dims, widths = cfg.K, list(cfg.dims), list(cfg.widths)
     test_images = list(cfg.test_images)
     tseeds = list(range(cfg.train_seeds))
@@ -247,8 +296,12 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
 
     # ---------------- least squares ----------------
     train_rows = {n: image_rows(n, d0) for n in TRAIN_IMAGES}
-    train_ls = [DriftingLeastSquares(r, m=d0 // 4, noise=NOISE) for r in train_rows.values()]
-    tune_ls = [DriftingLeastSquares(r[:K], m=d0 // 4, noise=NOISE) for r in train_rows.values()]
+    train_ls = [
+        DriftingLeastSquares(r, m=d0 // 4, noise=NOISE, device=dev) for r in train_rows.values()
+    ]
+    tune_ls = [
+        DriftingLeastSquares(r[:K], m=d0 // 4, noise=NOISE, device=dev) for r in train_rows.values()
+    ]
     q = float(np.mean([np.mean(np.diff(r, axis=0) ** 2) for r in train_rows.values()]))
 
     # learned[name][s]: the model trained with training seed s
@@ -258,18 +311,19 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
     jobs += [("LSTM optimizer", None, s) for s in tseeds]
     # torch.optim's first optimizer imports torch._dynamo (seconds of CPU): do it here, so
     # that it is not counted in the first model's train CPU time
-    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+    torch.optim.Adam([torch.zeros(1, requires_grad=True, device=dev)])
     for name, w, s in ctx.progress(jobs, f"training on camera + coins (d = 64) x {len(tseeds)}"):
         model = StochasticPathFollower(width=w) if w is not None else LSTMOptimizer()
+        model.to(dev)
         t0 = time.process_time()
         model.fit(train_ls, **fit_kw(s))
         train_time.setdefault(name, []).append(time.process_time() - t0)
         learned.setdefault(name, []).append(model)
     spf_key = "SPF width 64" if 64 in widths else f"SPF width {widths[-1]}"
 
-    lr_sgd, g_sgd = _tune(OnlineSGD, SGD_GRID, tune_ls)
-    lr_adam, g_adam = _tune(OnlineAdam, ADAM_GRID_LS, tune_ls)
-    lr_pc, g_pc = _tune(TvoptPredictionCorrection, SGD_GRID, tune_ls)
+    lr_sgd, g_sgd = _tune(OnlineSGD, SGD_GRID, tune_ls, dev)
+    lr_adam, g_adam = _tune(OnlineAdam, ADAM_GRID_LS, tune_ls, dev)
+    lr_pc, g_pc = _tune(TvoptPredictionCorrection, SGD_GRID, tune_ls, dev)
     tuning = Table(
         f"tuning on the training images (camera, coins; validation seed {VALIDATION_SEED}, "
         f"d = {d0}, K = {K}): mean relative tracking error per grid value",
@@ -295,18 +349,25 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
     ls_err: dict[tuple[str, int], list[float]] = {}
     test_rows = {d: {n: image_rows(n, d)[:K] for n in test_images} for d in dims}
     eval_jobs = [(d, n) for d in dims for n in test_images]
+    n_ep = len(tseeds) * cfg.streams  # item (s, r) is episode s + len(tseeds) r
+    order = [s + len(tseeds) * r for s in tseeds for r in range(cfg.streams)]
     for d, n in ctx.progress(eval_jobs, "least squares: held-out images x d"):
-        scen = DriftingLeastSquares(test_rows[d][n], m=d // 4, noise=NOISE)
+        scen = DriftingLeastSquares(test_rows[d][n], m=d // 4, noise=NOISE, device=dev)
         xs = scen.reference_path()
+        # the baselines: all items' streams in one batched rollout (generator seed 0)
+        for name, mth in baselines.items():
+            e, _ = _errors(mth, scen, n_ep, 0, xs, dev)
+            ls_err.setdefault((name, d), []).extend(e[order].tolist())
+        # the learned models of training seed s: the same draws, their own episodes only
         for s in tseeds:
-            methods = {spf_name: learned[spf_key][s], **baselines}
+            sub = _Episodes(scen, [s + len(tseeds) * r for r in range(cfg.streams)], n_ep)
+            methods = {spf_name: learned[spf_key][s]}
             if d == d0:
                 methods.update({k: v[s] for k, v in learned.items() if k != spf_key})
-            streams = [s + len(tseeds) * r for r in range(cfg.streams)]
             for name, mth in methods.items():
-                e, _ = _errors(mth, scen, streams, xs)
+                e, _ = _errors(mth, sub, cfg.streams, 0, xs, dev)
                 ls_err.setdefault((name, d), []).extend(e.tolist())
-            ls_err.setdefault(("floor: zero decision", d), []).extend([1.0] * len(streams))
+        ls_err.setdefault(("floor: zero decision", d), []).extend([1.0] * n_ep)
 
     ls_table = Table(
         f"least squares, held-out images {', '.join(test_images)}: mean relative tracking "
@@ -315,7 +376,8 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
         ["method", *[f"d = {d}" for d in dims], "n", "training seeds", "train CPU s (mean)"],
         note=f"learned trackers trained {len(tseeds)} times (seeds 0..{len(tseeds) - 1}) at "
         f"d = 64 on camera + coins; item (image, s, r) reads the model of training seed s on "
-        f"measurement stream s + {len(tseeds)} r; the zero decision (= stop at once from "
+        f"measurement stream s + {len(tseeds)} r (episode s + {len(tseeds)} r of one batched "
+        "draw that every method reads); the zero decision (= stop at once from "
         "X_0 = 0) has error 1 by definition",
     )
     names_ls = sorted({k[0] for k in ls_err}, key=lambda s: (s.startswith("floor"), s))
@@ -342,16 +404,25 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
     steps_t = cfg.steps_t
     spf = learned[spf_key][0]
     spf_times: dict[int, list[float]] = {}
+
+    def sync() -> None:  # CUDA runs asynchronously: time the work, not its launch
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
     for d in ctx.progress(dims, "timing"):
-        scen = DriftingLeastSquares(test_rows[d][test_images[0]][:steps_t], m=d // 4, noise=NOISE)
+        scen = DriftingLeastSquares(
+            test_rows[d][test_images[0]][:steps_t], m=d // 4, noise=NOISE, device=dev
+        )
         sgd = baselines["online SGD"]
 
         def run_spf(scen: Any = scen) -> None:
             with torch.no_grad():
-                spf.rollout(scen, 1, torch.Generator().manual_seed(0))
+                spf.rollout(scen, 1, _generator(0, dev))
+            sync()
 
         def run_sgd(scen: Any = scen, sgd: Any = sgd) -> None:
-            sgd.rollout(scen, 1, torch.Generator().manual_seed(0))
+            sgd.rollout(scen, 1, _generator(0, dev))
+            sync()
 
         c = compare_times(run_spf, run_sgd, repeats=cfg.time_repeats, names=("SPF", "SGD"))
         spf_times[d] = [t / steps_t * 1e3 for t in c.times_a]
@@ -376,13 +447,14 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
     td: dict[str, list[float]] = {"SPF": [], "LSTM": []}
     for d in ctx.progress(dims, "training time against d"):
         rows_d = [image_rows(n, d) for n in TRAIN_IMAGES]
-        scen_d = [DriftingLeastSquares(r, m=d // 4, noise=NOISE) for r in rows_d]
+        scen_d = [DriftingLeastSquares(r, m=d // 4, noise=NOISE, device=dev) for r in rows_d]
         for key, make in (
             ("SPF", lambda: StochasticPathFollower(width=64)),
             ("LSTM", LSTMOptimizer),
         ):
+            model = make().to(dev)
             t0 = time.process_time()
-            make().fit(scen_d, epochs=cfg.td_epochs, episodes=8, unroll=cfg.unroll, seed=0)
+            model.fit(scen_d, epochs=cfg.td_epochs, episodes=8, unroll=cfg.unroll, seed=0)
             td[key].append((time.process_time() - t0) / cfg.td_epochs)
         td_table.add_row(
             d=d,
@@ -399,20 +471,30 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
     # ---------------- logistic regression ----------------
     angles = np.arange(91)
     feats, labels, split = rotated_digits(angles)
-    train_lg = DriftingLogistic(feats[:, split], labels[split], angle_walk(K, 100), reg=REG)
-    train_lg2 = DriftingLogistic(feats[:, split], labels[split], angle_walk(K, 101), reg=REG)
-    tune_lg = [DriftingLogistic(feats[:, split], labels[split], angle_walk(K, 200), reg=REG)]
+    # one scenario per half of the images; every walk shares its data and exact fits
+    base_lg = {
+        h: DriftingLogistic(feats[:, m], labels[m], angles, reg=REG, device=dev)
+        for h, m in (("train", split), ("held", ~split))
+    }
+
+    def logistic(half: str, walk: np.ndarray) -> Any:
+        return base_lg[half].with_state(walk)
+
+    train_lg = logistic("train", angle_walk(K, 100))
+    train_lg2 = logistic("train", angle_walk(K, 101))
+    tune_lg = [logistic("train", angle_walk(K, 200))]
     lg_learned: dict[str, list[Any]] = {}
     lg_jobs = [(name, s) for s in tseeds for name in ("SPF width 64", "LSTM optimizer")]
     for name, s in ctx.progress(lg_jobs, f"training on logistic walks x {len(tseeds)}"):
         model = StochasticPathFollower(width=64) if name.startswith("SPF") else LSTMOptimizer()
+        model.to(dev)
         t0 = time.process_time()
         model.fit([train_lg, train_lg2], **fit_kw(s))
         train_time.setdefault(name + " (logistic)", []).append(time.process_time() - t0)
         lg_learned.setdefault(name, []).append(model)
-    lg_sgd, lg_g_sgd = _tune(OnlineSGD, LOGIT_SGD_GRID, tune_lg)
-    lg_adam, lg_g_adam = _tune(OnlineAdam, ADAM_GRID_LOGIT, tune_lg)
-    lg_pc, lg_g_pc = _tune(TvoptPredictionCorrection, LOGIT_SGD_GRID, tune_lg)
+    lg_sgd, lg_g_sgd = _tune(OnlineSGD, LOGIT_SGD_GRID, tune_lg, dev)
+    lg_adam, lg_g_adam = _tune(OnlineAdam, ADAM_GRID_LOGIT, tune_lg, dev)
+    lg_pc, lg_g_pc = _tune(TvoptPredictionCorrection, LOGIT_SGD_GRID, tune_lg, dev)
     for name, grid, sc, ch in (
         ("online SGD (logistic)", LOGIT_SGD_GRID, lg_g_sgd, lg_sgd),
         ("online Adam (logistic)", ADAM_GRID_LOGIT, lg_g_adam, lg_adam),
@@ -425,7 +507,6 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
         PC: TvoptPredictionCorrection(lg_pc),
     }
     lg_names = ["SPF width 64", "LSTM optimizer", *fixed]
-    held = ~split
     # per drift process: errors, mean accuracy, regret per walk; accuracy curves over t
     lg_err: dict[tuple[str, str], list[float]] = {}
     lg_acc: dict[tuple[str, str], list[float]] = {}
@@ -435,8 +516,8 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
     walk_jobs = [(p, j) for p in cfg.drifts for j in range(cfg.logit_walks)]
     for proc, j in ctx.progress(walk_jobs, "logistic: held-out walks"):
         walk = angle_path(proc, K, 10_000 + j)
-        scen = DriftingLogistic(feats[:, held], labels[held], walk, reg=REG)
-        other = DriftingLogistic(feats[:, split], labels[split], walk, reg=REG)  # accuracy only
+        scen = logistic("held", walk)
+        other = logistic("train", walk)  # accuracy only
         xs = scen.reference_path()
         acc_star.setdefault(proc, []).append(
             np.asarray([float(other.accuracy(k, xs[k : k + 1])[0]) for k in range(K)])
@@ -448,8 +529,8 @@ def _run(ctx: RunContext, cfg: Config) -> Result:
             **fixed,
         }
         for name, mth in methods.items():
-            e, paths = _errors(mth, scen, [j], xs)
-            X = paths[0]
+            e, paths = _errors(mth, scen, 1, j, xs, dev)
+            X = paths[:, 0]
             acc = np.asarray([float(other.accuracy(k, X[k : k + 1])[0]) for k in range(K)])
             reg_k = [
                 float(

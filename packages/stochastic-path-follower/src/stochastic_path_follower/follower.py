@@ -75,16 +75,33 @@ class _LearnedTracker(nn.Module):
             else (1 - self.scale_decay) * state["s"] + self.scale_decay * ms
         )
         state["s"] = s
-        return s.sqrt() + _EPS
+        # r itself, without an epsilon: a zero gradient scale gives a zero learned step
+        # (the features divide by r + eps)
+        return s.sqrt()
 
     def step(self, state: dict[str, Any], batch: Minibatch, t: float) -> dict[str, Any]:
-        """One causal update from the minibatch ``batch`` observed at time ``t``."""
+        """One causal update from the minibatch ``batch`` observed at time ``t``.
+
+        With the ``hvp`` feature, the two gradients ``g_k(X_{k-1})`` and
+        ``g_k(X_{k-2})`` come from one ``batch.grad_pair`` call when the batch has
+        one (the problems here do: one batched product instead of two), else from
+        two ``grad`` calls.
+        """
         x = state["x"]
-        g = batch.grad(x)
         hv = None
-        if self.uses_hvp:
-            hv = g - batch.grad(state["x_prev"]) if state["k"] > 0 else torch.zeros_like(g)
+        if self.uses_hvp and state["k"] > 0:
+            pair = getattr(batch, "grad_pair", None)
+            if pair is not None:
+                g, g_old = pair(x, state["x_prev"])
+            else:
+                g, g_old = batch.grad(x), batch.grad(state["x_prev"])
+            hv = g - g_old
+        else:
+            g = batch.grad(x)
         return self.step_from_grads(state, g, hv, t)
+
+    def _device(self) -> torch.device:
+        return next(self.parameters()).device
 
     def step_from_grads(
         self, state: dict[str, Any], g: torch.Tensor, hv: torch.Tensor | None, t: float
@@ -125,7 +142,7 @@ class _LearnedTracker(nn.Module):
         start = check_int("start", start, low=0, high=n - 1)
         steps = n - start if steps is None else check_int("steps", steps, low=1, high=n - start)
         if x0 is None:
-            x = torch.zeros(episodes, scenario.dim, dtype=self._dtype())
+            x = torch.zeros(episodes, scenario.dim, dtype=self._dtype(), device=self._device())
         elif not isinstance(x0, torch.Tensor) or tuple(x0.shape) != (episodes, scenario.dim):
             raise ValueError(
                 f"x0 must be a tensor of shape (episodes, d) = ({episodes}, {scenario.dim}), "
@@ -212,16 +229,17 @@ class _LearnedTracker(nn.Module):
         unroll = check_int("unroll", unroll, low=2)
         lr = check_float("lr", lr, low=0.0, low_inclusive=False)
         seed = check_int("seed", seed)
-        gen = torch.Generator().manual_seed(seed)
+        dev = self._device()
+        gen = torch.Generator(device=dev).manual_seed(seed)
         opt = torch.optim.Adam(self.parameters(), lr=lr)
-        paths = [s.reference_path().to(self._dtype()) for s in scen]
+        paths = [s.reference_path().to(device=dev, dtype=self._dtype()) for s in scen]
         self.train()
         history = []
         for epoch in range(epochs):
             total = 0.0
             for s, path in zip(scen, paths, strict=True):
                 T = min(unroll, len(s))
-                start = int(torch.randint(0, len(s) - T + 1, (1,), generator=gen))
+                start = int(torch.randint(0, len(s) - T + 1, (1,), generator=gen, device=dev))
                 loss = self._window_loss(s, path, start, T, episodes, gen)
                 opt.zero_grad()
                 loss.backward()
@@ -245,7 +263,7 @@ class _LearnedTracker(nn.Module):
         gen: torch.Generator,
     ) -> torch.Tensor:
         dt = self._dtype()
-        zero = torch.zeros(episodes, s.dim, dtype=dt)
+        zero = torch.zeros(episodes, s.dim, dtype=dt, device=self._device())
         state = self.init_state(zero, float(s.times[start]))
         regret, resid, reg0, res0 = [], [], [], []
         lam = float(self.config.get("residual_weight", 0.0))
@@ -256,11 +274,13 @@ class _LearnedTracker(nn.Module):
             regret.append(s.population_loss(k, x) - fstar)
             with torch.no_grad():
                 reg0.append(s.population_loss(k, zero) - fstar)
-            if lam > 0:
-                b1, b2 = s.sample(k, episodes, gen), s.sample(k, episodes, gen)
-                resid.append((b1.grad(x) * b2.grad(x)).sum(-1))
+            if lam > 0:  # two independent minibatches, drawn (and differentiated) as one
+                b12 = s.sample(k, 2 * episodes, gen)
+                g1, g2 = b12.grad(x.repeat(2, 1)).chunk(2)
+                resid.append((g1 * g2).sum(-1))
                 with torch.no_grad():
-                    res0.append((b1.grad(zero) * b2.grad(zero)).sum(-1))
+                    z1, z2 = b12.grad(zero.repeat(2, 1)).chunk(2)
+                    res0.append((z1 * z2).sum(-1))
         norm = torch.stack(reg0).mean(0).clamp_min(_EPS)
         loss = (torch.stack(regret).mean(0) / norm).mean()
         if lam > 0:
@@ -449,21 +469,28 @@ class StochasticPathFollower(_LearnedTracker):
         t: float,
         r: torch.Tensor,
     ) -> torch.Tensor:
-        """The per-coordinate features, shape (B, d, n_features), divided by ``r``."""
+        """The per-coordinate features, shape (B, d, n_features), divided by ``r``.
+
+        The vector features are stacked first and divided by ``r`` in one operation;
+        the time feature (not divided) is filled in afterwards.
+        """
         cols = []
         for f in self.features:
             if f == "grad":
-                cols.append(g / r)
+                cols.append(g)
             elif f == "prev_grad":
-                cols.append(state["g_prev"] / r)
+                cols.append(state["g_prev"])
             elif f == "hvp":
-                cols.append((hv if hv is not None else torch.zeros_like(g)) / r)
+                cols.append(hv if hv is not None else torch.zeros_like(g))
             elif f == "step":
-                cols.append((state["x"] - state["x_prev"]) / r)
-            else:  # time
-                u = math.exp(-(t - state["t0"]) / self.time_scale)
-                cols.append(torch.full_like(g, u))
-        return torch.stack(cols, -1)
+                cols.append(state["x"] - state["x_prev"])
+            else:  # time: a placeholder, overwritten below
+                cols.append(g)
+        feats = torch.stack(cols, -1) / (r.unsqueeze(-1) + _EPS)
+        if "time" in self.features:
+            u = math.exp(-(t - state["t0"]) / self.time_scale)
+            feats[..., self.features.index("time")] = u
+        return feats
 
     def step_from_grads(
         self, state: dict[str, Any], g: torch.Tensor, hv: torch.Tensor | None, t: float
@@ -474,9 +501,10 @@ class StochasticPathFollower(_LearnedTracker):
         r = self._scale(state, g)
         feats = self.coordinate_features(state, g, hv, t, r)
         out = self.net(feats).squeeze(-1)
-        x_new = state["x"] - self.log_eta.exp() * g + r * out
+        delta = r * out - self.log_eta.exp() * g
         return {
-            "x": x_new,
+            "x": state["x"] + delta,
+            "delta": delta,
             "x_prev": state["x"],
             "g_prev": g,
             "s": state["s"],
@@ -533,7 +561,7 @@ class LSTMOptimizer(_LearnedTracker):
         """The tracker's state at decisions ``x0`` (B, d) and start time ``t0``."""
         st = super().init_state(x0, t0)
         n = x0.numel()
-        z = torch.zeros(n, self.hidden, dtype=x0.dtype)
+        z = torch.zeros(n, self.hidden, dtype=x0.dtype, device=x0.device)
         st["hc"] = (z, z, z, z)
         return st
 
@@ -544,14 +572,16 @@ class LSTMOptimizer(_LearnedTracker):
         if not torch.isfinite(g).all():
             raise ValueError("the minibatch gradient contains NaN or inf")
         r = self._scale(state, g)
-        inp = (g / r).reshape(-1, 1)
+        inp = (g / (r + _EPS)).reshape(-1, 1)
         h1, c1, h2, c2 = state["hc"]
         h1, c1 = self.cell1(inp, (h1, c1))
         h2, c2 = self.cell2(h1, (h2, c2))
         out = self.head(h2).reshape(g.shape)
         new = dict(state)
+        delta = r * out - self.log_eta.exp() * g
         new.update(
-            x=state["x"] - self.log_eta.exp() * g + r * out,
+            x=state["x"] + delta,
+            delta=delta,
             x_prev=state["x"],
             g_prev=g,
             k=state["k"] + 1,

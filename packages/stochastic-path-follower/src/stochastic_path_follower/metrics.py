@@ -92,7 +92,7 @@ def dynamic_regret(X: torch.Tensor, scenario: Scenario) -> torch.Tensor:
         )
     xstar = scenario.reference_path().to(X.dtype)
     X = _check_paths(X, xstar)
-    total = torch.zeros(X.shape[1], dtype=X.dtype)
+    total = torch.zeros(X.shape[1], dtype=X.dtype, device=X.device)
     for k in range(X.shape[0]):
         total = (
             total

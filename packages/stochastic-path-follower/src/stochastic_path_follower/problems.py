@@ -12,6 +12,7 @@ measurement streams over the same path) side by side; ``B = 1`` for one stream.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -84,6 +85,20 @@ def _check_dtype(dtype: Any) -> torch.dtype:
     return dtype
 
 
+def _check_device(device: Any) -> torch.device:
+    try:
+        return torch.device("cpu" if device is None else device)
+    except (TypeError, RuntimeError) as e:
+        raise ValueError(
+            f"device must be a torch.device or a string such as 'cpu' or 'cuda', got {device!r}"
+        ) from e
+
+
+def _draw_device(generator: torch.Generator | None, device: torch.device) -> torch.device:
+    """Where to draw random numbers: on the generator's device (then moved to ``device``)."""
+    return generator.device if generator is not None else device
+
+
 def _check_step(k: Any, n: int) -> int:
     return check_int("k", k, low=0, high=n - 1)
 
@@ -114,9 +129,12 @@ def _check_generator(generator: Any) -> None:
         )
 
 
-def _finite_2d(name: str, a: Any, dtype: torch.dtype) -> torch.Tensor:
+def _finite_2d(name: str, a: Any, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     try:
-        t = torch.as_tensor(np.asarray(a), dtype=dtype).clone()  # never share the caller's
+        if isinstance(a, torch.Tensor):
+            a = a.detach().cpu()
+        # never share the caller's array
+        t = torch.as_tensor(np.asarray(a), dtype=dtype).clone().to(device)
     except (TypeError, ValueError, RuntimeError) as e:
         raise TypeError(f"{name} must be a numeric array, got {type(a).__name__}: {e}") from e
     if t.ndim != 2 or t.shape[0] < 1 or t.shape[1] < 1:
@@ -143,6 +161,19 @@ class LeastSquaresBatch:
         r = torch.einsum("bmd,bd->bm", self.A, x) - self.y
         return torch.einsum("bmd,bm->bd", self.A, r)
 
+    def grad_pair(self, x: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(grad(x), grad(x2))`` from one batched product (SPF's gradient and secant).
+
+        Raises:
+            TypeError: If ``x`` or ``x2`` is not a tensor of the batch's dtype.
+            ValueError: If either is not of shape (B, d) (or (1, d)).
+        """
+        _check_decisions(x, self.A.shape[2], self.A.dtype, self.A.shape[0])
+        _check_decisions(x2, self.A.shape[2], self.A.dtype, self.A.shape[0])
+        X = torch.stack(torch.broadcast_tensors(x, x2), -1)  # (B, d, 2)
+        G = self.A.transpose(1, 2) @ (self.A @ X - self.y.unsqueeze(-1))
+        return G[..., 0], G[..., 1]
+
     def loss(self, x: torch.Tensor) -> torch.Tensor:
         """The minibatch loss at each row of ``x`` (B, d); returns (B,)."""
         _check_decisions(x, self.A.shape[2], self.A.dtype, self.A.shape[0])
@@ -165,11 +196,13 @@ class DriftingLeastSquares:
         noise: Measurement noise standard deviation, >= 0.
         times: Increasing times ``t_k``, shape (K,); default ``0, 1, ..., K-1``.
         dtype: Floating dtype of the tensors.
+        device: Device of the tensors (signal, minibatches); default the CPU. Random
+            numbers are drawn on the generator's device, then moved here.
 
     Raises:
         TypeError: On a non-numeric signal, a non-integer m, or a non-floating dtype.
-        ValueError: On a non-2-D or non-finite signal, m < 1, negative noise, or
-            times that are not strictly increasing.
+        ValueError: On a non-2-D or non-finite signal, m < 1, negative noise,
+            times that are not strictly increasing, or an unknown device.
     """
 
     def __init__(
@@ -179,9 +212,11 @@ class DriftingLeastSquares:
         noise: float = 0.1,
         times: Any = None,
         dtype: torch.dtype = torch.float32,
+        device: Any = None,
     ) -> None:
         dtype = _check_dtype(dtype)
-        self.signal = _finite_2d("signal", signal, dtype)
+        self.device = _check_device(device)
+        self.signal = _finite_2d("signal", signal, dtype, self.device)
         self.m = check_int("m", m, low=1)
         self.noise = check_float("noise", noise, low=0.0)
         self.dim = int(self.signal.shape[1])
@@ -201,8 +236,10 @@ class DriftingLeastSquares:
         k, episodes = _check_step(k, len(self)), check_int("episodes", episodes, low=0)
         _check_generator(generator)
         B, m, d = episodes, self.m, self.dim
-        A = torch.randn(B, m, d, generator=generator, dtype=self.dtype) / m**0.5
-        e = torch.randn(B, m, generator=generator, dtype=self.dtype) * self.noise
+        dev = _draw_device(generator, self.device)
+        A = torch.randn(B, m, d, generator=generator, dtype=self.dtype, device=dev)
+        e = torch.randn(B, m, generator=generator, dtype=self.dtype, device=dev)
+        A, e = A.to(self.device) / m**0.5, e.to(self.device) * self.noise
         y = A @ self.signal[k] + e
         return LeastSquaresBatch(A, y)
 
@@ -253,6 +290,21 @@ class LogisticBatch:
         w = -self.s * torch.sigmoid(-z) / self.a.shape[1]
         return torch.einsum("bnd,bn->bd", self.a, w) + self.reg * x
 
+    def grad_pair(self, x: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(grad(x), grad(x2))`` from one batched product (SPF's gradient and secant).
+
+        Raises:
+            TypeError: If ``x`` or ``x2`` is not a tensor of the batch's dtype.
+            ValueError: If either is not of shape (B, d) (or (1, d)).
+        """
+        _check_decisions(x, self.a.shape[2], self.a.dtype, self.a.shape[0])
+        _check_decisions(x2, self.a.shape[2], self.a.dtype, self.a.shape[0])
+        X = torch.stack(torch.broadcast_tensors(x, x2), -1)  # (B, d, 2)
+        s = self.s.unsqueeze(-1)
+        w = -s * torch.sigmoid(-s * (self.a @ X)) / self.a.shape[1]
+        G = self.a.transpose(1, 2) @ w + self.reg * X
+        return G[..., 0], G[..., 1]
+
     def loss(self, x: torch.Tensor) -> torch.Tensor:
         """The minibatch loss at each row of ``x`` (B, d); returns (B,)."""
         _check_decisions(x, self.a.shape[2], self.a.dtype, self.a.shape[0])
@@ -300,11 +352,14 @@ class DriftingLogistic:
         reg: L2 weight, > 0.
         times: Increasing times ``t_k``; default ``0..K-1``.
         dtype: Floating dtype of the tensors.
+        device: Device of the tensors (data sets, minibatches, path); default the CPU.
+            The exact fits run in float64 on the CPU.
 
     Raises:
         TypeError: On non-numeric features or a non-floating dtype.
         ValueError: On mismatched shapes, labels outside {-1, +1}, NaN or inf,
-            batch < 1, reg <= 0, a state out of range, or non-increasing times.
+            batch < 1, reg <= 0, a state out of range, non-increasing times, or an
+            unknown device.
     """
 
     def __init__(
@@ -316,8 +371,10 @@ class DriftingLogistic:
         reg: float = 1e-2,
         times: Any = None,
         dtype: torch.dtype = torch.float32,
+        device: Any = None,
     ) -> None:
         dtype = _check_dtype(dtype)
+        self.device = _check_device(device)
         try:  # a copy: later changes to the caller's array must not reach the fits
             f = np.array(features, dtype=np.float64)
         except (TypeError, ValueError) as e:
@@ -350,12 +407,37 @@ class DriftingLogistic:
         self.dtype = dtype
         self._f64 = f
         self._lab64 = lab
-        self.features = torch.as_tensor(f, dtype=dtype)
-        self.labels = torch.as_tensor(lab, dtype=dtype)
+        self.features = torch.as_tensor(f, dtype=dtype).to(self.device)
+        self.labels = torch.as_tensor(lab, dtype=dtype).to(self.device)
         self._fits: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
         return int(self.state.size)
+
+    def with_state(self, state: Any, times: Any = None) -> DriftingLogistic:
+        """The same data sets under another drift ``state`` (and ``times``).
+
+        The new scenario shares the data tensors and the cache of exact fits with this
+        one (no copy, no refit of a state either has solved).
+
+        Raises:
+            ValueError: On a state that is not a non-empty 1-D integer array in
+                ``[0, S)``, or times that are not strictly increasing.
+        """
+        st = np.asarray(state)
+        if st.ndim != 1 or st.size < 1 or not np.issubdtype(st.dtype, np.integer):
+            raise ValueError(
+                "state must be a non-empty 1-D integer array, "
+                f"got shape {st.shape} and dtype {st.dtype}"
+            )
+        if st.min() < 0 or st.max() >= self.features.shape[0]:
+            raise ValueError(
+                f"state values must lie in [0, {self.features.shape[0]}), got {st.min()}.."
+            )
+        new = copy.copy(self)
+        new.state = st.astype(np.int64)
+        new.times = _check_times(times, st.size)
+        return new
 
     def fit_state(self, s: int) -> np.ndarray:
         """The exact regularised fit to data set ``s`` (float64, cached)."""
@@ -373,14 +455,17 @@ class DriftingLogistic:
         k, episodes = _check_step(k, len(self)), check_int("episodes", episodes, low=0)
         _check_generator(generator)
         data = self.features[int(self.state[k])]
-        idx = torch.randint(0, data.shape[0], (episodes, self.batch), generator=generator)
+        dev = _draw_device(generator, self.device)
+        idx = torch.randint(
+            0, data.shape[0], (episodes, self.batch), generator=generator, device=dev
+        ).to(self.device)
         return LogisticBatch(data[idx], self.labels[idx], self.reg)
 
     def reference_path(self) -> torch.Tensor:
         """The exact path ``x*_k``, shape (K, d)."""
         return torch.as_tensor(
             np.stack([self.fit_state(int(s)) for s in self.state]), dtype=self.dtype
-        )
+        ).to(self.device)
 
     def population_loss(self, k: int, x: torch.Tensor) -> torch.Tensor:
         """``f_k(x)`` for each row of ``x`` (B, d); returns (B,).
@@ -437,6 +522,9 @@ def stream(
         TypeError: If ``scenario`` does not follow the :class:`Scenario` protocol or
             ``seed`` is not an integer.
         ValueError: If ``episodes`` < 1.
+
+    The minibatches are drawn by a generator on the scenario's ``device`` (the CPU if
+    it has none).
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(
@@ -444,6 +532,6 @@ def stream(
         )
     episodes = check_int("episodes", episodes, low=1)
     seed = check_int("seed", seed)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device=getattr(scenario, "device", "cpu")).manual_seed(seed)
     for k in range(len(scenario)):
         yield float(scenario.times[k]), scenario.sample(k, episodes, g)
