@@ -574,7 +574,7 @@ SCALES: dict[str, dict[str, Any]] = {
         n_grid=5,
         seeds=5,
         # the largest budgets that fit 10 CPU minutes with every method (the README)
-        mnist_queries={"mlp-mnist": 33 * 500, "cnn-mnist": 33 * 250},
+        mnist_queries={"mlp-mnist": 33 * 600, "cnn-mnist": 33 * 300},
         mnist_grid=5,
         mnist={"mlp-mnist": MNIST_METHODS, "cnn-mnist": MNIST_METHODS},
         workers=2,
