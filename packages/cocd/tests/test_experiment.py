@@ -134,8 +134,13 @@ def test_full_scale_resnet_path_runs_at_tiny_size():
     np.testing.assert_allclose(f(X).numpy(), _module_losses(net, X, xb, yb), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_finite_differences_equal_zeroth_learn():
-    """Cross-check against zeroth-learn 0.2.6's PartialFiniteDifference (same points)."""
+    """Cross-check against zeroth-learn 0.2.6's PartialFiniteDifference (same points).
+
+    Slow: importing zeroth-learn imports matplotlib.pyplot and pandas (most of the
+    test's time); the default run makes the same cross-check (its table).
+    """
     xc = experiment._crosscheck_zeroth_learn(blocks=2)
     assert xc["n"] == 64
     assert xc["max_abs_diff"] < 1e-12 * max(1.0, xc["max_abs_estimate"]) + 1e-13
