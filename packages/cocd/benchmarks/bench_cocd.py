@@ -19,6 +19,7 @@ import argparse
 import cocd
 import torch
 import torch.nn.functional as F
+from cocd.experiment import _head_probes
 from icml26_core.timing import compare_times
 from torch import nn
 
@@ -35,7 +36,22 @@ def setup(d_in: int, hidden: int, make, chunk_size=None):
     def closure():
         return F.cross_entropy(model(xb), yb)
 
+    closure.batch = (xb, yb)
     return opt, closure, batched
+
+
+def head_probes(d_in: int, hidden: int, xb, yb):
+    """A batched closure whose ``probe_coordinates`` does rank-one coordinate probes.
+
+    The experiment's model-aware path (``cocd.experiment._head_probes``): the MLP's
+    activations at ``x`` once, then each probe's change in one hidden unit or output.
+    """
+
+    def f(X):  # dense rows are not used by CoCD's forward differences here
+        raise NotImplementedError
+
+    f.probe_coordinates = lambda x, idx, h: _head_probes(xb, x, idx, h, d_in, hidden, yb)
+    return f
 
 
 def main() -> None:
@@ -63,6 +79,20 @@ def main() -> None:
             f"d = {label:>7}: CoCD vmap {1e3 * c.median_a / n:7.2f} ms/step "
             f"({33 * n / c.median_a:8.0f} queries/s), loop {1e3 * c.median_b / n:7.2f} ms/step; "
             f"vmap speed-up {ev.effect:.2f} [95% CI {ev.ci_low:.2f}, {ev.ci_high:.2f}]"
+        )
+        optr, closurer, _ = setup(d_in, hidden, lambda p: cocd.CoCD(p, lr=1e-4))
+        fr = head_probes(d_in, hidden, *closurer.batch)
+        cr = compare_times(
+            lambda opt=optr, fr=fr: [opt.step(batched_closure=fr) for _ in range(n)],
+            lambda opt=optr, closure=closurer: [opt.step(closure) for _ in range(n)],
+            repeats=args.repeats,
+            names=("rank-one probes", "loop"),
+        )
+        evr = cr.speedup()
+        print(
+            f"             CoCD rank-one probes (probe_coordinates) {1e3 * cr.median_a / n:7.2f} "
+            f"ms/step, loop {1e3 * cr.median_b / n:7.2f} ms/step; speed-up "
+            f"{evr.effect:.2f} [95% CI {evr.ci_low:.2f}, {evr.ci_high:.2f}]"
         )
         optc, closurec, batchedc = setup(
             d_in, hidden, lambda p: cocd.CoCD(p, lr=1e-4), chunk_size=args.chunk

@@ -105,7 +105,9 @@ def test_full_scale_config_has_the_issue_sizes():
     assert 260_000 < experiment._dim("resnet-mnist") < 280_000  # the abstract's ~270k
     default = experiment.SCALES["default"]
     assert {"mlp-mnist", "cnn-mnist"} <= set(default["mnist"])
-    assert all({"CoCD", "BCCD"} <= set(m) for m in default["mnist"].values())
+    # the issue's method list on every MNIST model, the same 5-point grid size everywhere
+    assert all(set(m) == set(experiment.MNIST_METHODS) for m in default["mnist"].values())
+    assert default["mnist_grid"] == default["n_grid"] == 5
 
 
 def test_full_scale_resnet_path_runs_at_tiny_size():
@@ -132,9 +134,58 @@ def test_full_scale_resnet_path_runs_at_tiny_size():
     np.testing.assert_allclose(f(X).numpy(), _module_losses(net, X, xb, yb), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_finite_differences_equal_zeroth_learn():
-    """Cross-check against zeroth-learn 0.2.6's PartialFiniteDifference (same points)."""
+    """Cross-check against zeroth-learn 0.2.6's PartialFiniteDifference (same points).
+
+    Slow: importing zeroth-learn imports matplotlib.pyplot and pandas (most of the
+    test's time); the default run makes the same cross-check (its table).
+    """
     xc = experiment._crosscheck_zeroth_learn(blocks=2)
     assert xc["n"] == 64
     assert xc["max_abs_diff"] < 1e-12 * max(1.0, xc["max_abs_estimate"]) + 1e-13
     assert xc["max_abs_estimate"] > 1e-4  # not a comparison of zeros
+
+
+@pytest.mark.parametrize("model", ["mlp-digits", "mlp-mnist", "cnn-mnist"])
+def test_probe_coordinates_match_the_module(model):
+    """The rank-one coordinate probes give the module's losses at x and each x + h e_i."""
+    import torch
+
+    net = experiment._build(model, 0, torch.float64)
+    d_in = 64 if model == "mlp-digits" else 784
+    xb, yb = torch.rand(8, d_in, dtype=torch.float64), torch.randint(0, 10, (8,))
+    x = _flat(net)
+    d = x.numel()
+    f = experiment._batched(model, net, xb, yb)
+    # every layer: first weights, first biases, second weights and biases; for the CNN
+    # also a block with a convolution weight (the dense fallback)
+    blocks = [[500, d - 400, d - 330, d - 320, d - 15, d - 1], [d - 340, d - 2]]
+    if model == "cnn-mnist":
+        blocks.append([3, 399, 1000])
+    for block in blocks:
+        idx = torch.tensor(block)
+        X = x.repeat(len(block) + 1, 1)
+        X[torch.arange(1, len(block) + 1), idx] += 0.1
+        np.testing.assert_allclose(
+            f.probe_coordinates(x, idx, 0.1).numpy(), _module_losses(net, X, xb, yb), atol=1e-12
+        )
+
+
+def test_optimizers_use_probe_coordinates_with_the_same_result():
+    """CoCD with the fast probes follows the dense-rows path (float64) and counts k + 1."""
+    import cocd
+    import torch
+
+    xb, yb = torch.rand(16, 64, dtype=torch.float64), torch.randint(0, 10, (16,))
+    paths = []
+    for fast in (True, False):
+        net = experiment._mlp(64, 0, torch.float64)
+        f = experiment._batched_mlp(64, xb, yb)
+        g = f if fast else (lambda X, f=f: f(X))  # a plain function has no probe_coordinates
+        opt = cocd.CoCD(net.parameters(), lr=0.05, block_size=32, fd_step=1e-3)
+        for _ in range(5):
+            opt.step(batched_closure=g)
+        assert opt.queries == 5 * 33
+        paths.append(_flat(net))
+    np.testing.assert_allclose(paths[0].numpy(), paths[1].numpy(), atol=1e-9)

@@ -10,7 +10,12 @@ parameters bitwise, and then updates them. No ``backward`` is ever called and
 flat parameter vectors at once: ``f(X)`` with ``X`` of shape ``(m, d)`` (the
 parameters of every group, in order, each flattened row-major and concatenated)
 returns the ``m`` losses, shape ``(m,)``. :func:`cocd.batched_loss` builds one for an
-``nn.Module`` with ``torch.func.vmap`` over ``functional_call``.
+``nn.Module`` with ``torch.func.vmap`` over ``functional_call``. If ``f`` also has an
+attribute ``f.probe_coordinates(x, idx, h)``, the coordinate methods (CoCD, BCCD,
+RandomCoordinate) call it for forward differences instead of forming the ``k + 1``
+rows: it returns the losses at ``x`` and at ``x + h e_i`` for each ``i`` in ``idx``
+(shape ``(k + 1,)``), so that a model-aware closure can reuse the activations that a
+single coordinate does not change (counted as ``k + 1`` queries, as always).
 
 The parameters of all groups form one flat vector ``x`` of length ``d``; the
 coordinate blocks run over it in order. Each group's ``lr`` scales the update of its
@@ -125,8 +130,26 @@ class _ZerothOrder(torch.optim.Optimizer):
         return torch.cat([p.detach().reshape(-1) for p in self._params])
 
     def _locate(self, idx: torch.Tensor) -> list[tuple[int, int]]:
+        pos, local = self._locate_t(idx)
+        return list(zip(pos.tolist(), local.tolist(), strict=True))
+
+    def _locate_t(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(parameter index, flat index inside it) of each flat coordinate, as tensors."""
+        idx = idx.to(device="cpu", dtype=torch.long)
         pos = torch.searchsorted(self._offsets, idx, right=True) - 1
-        return [(int(a), int(i - self._offsets[a])) for a, i in zip(pos, idx, strict=True)]
+        return pos, idx - self._offsets[pos]
+
+    def _by_param(self, idx: torch.Tensor, values: torch.Tensor) -> list[Any]:
+        """The coordinates ``idx`` and their ``values`` grouped per parameter (vectorized).
+
+        Returns ``(a, local indices, values)`` for each parameter ``a`` that has any.
+        """
+        pos, local = self._locate_t(idx)
+        out = []
+        for a in torch.unique(pos).tolist():
+            sel = pos == a
+            out.append((a, local[sel], values[sel]))
+        return out
 
     def _evaluate(self, closure: Closure | None) -> float:
         if closure is None:
@@ -143,21 +166,24 @@ class _ZerothOrder(torch.optim.Optimizer):
             raise TypeError(
                 f"batched_closure must be callable, got {type(batched_closure).__name__}"
             )
-        out = batched_closure(X)
+        return self._check_batched(batched_closure(X), X.shape[0])
+
+    def _check_batched(self, out: Any, m: int) -> torch.Tensor:
+        """The ``m`` losses a batched closure returned, checked, counted, float64 on CPU."""
         try:
             out = torch.as_tensor(out)
         except (TypeError, ValueError, RuntimeError) as e:
             raise TypeError(
                 f"batched_closure must return a tensor of losses, got {type(out).__name__}"
             ) from e
-        if out.shape != (X.shape[0],):
+        if out.shape != (m,):
             raise ValueError(
-                f"batched_closure must return shape ({X.shape[0]},) for {X.shape[0]} parameter "
+                f"batched_closure must return shape ({m},) for {m} parameter "
                 f"vectors, got {tuple(out.shape)}"
             )
         if not torch.isfinite(out).all():
             raise ValueError("batched_closure returned a non-finite loss; lower lr or fd_step")
-        self._gstate["queries"] += X.shape[0]
+        self._gstate["queries"] += m
         return out.detach().to(dtype=torch.float64, device="cpu")
 
     def _probe_coords(
@@ -172,6 +198,10 @@ class _ZerothOrder(torch.optim.Optimizer):
         k = len(idx)
         if batched_closure is not None:
             x = self._flat()
+            fast = getattr(batched_closure, "probe_coordinates", None)
+            if fast is not None and not central:  # the closure forms the k + 1 points itself
+                f = self._check_batched(fast(x, idx.to(x.device), h), k + 1)
+                return float(f[0]), (f[1:] - f[0]) / h
             rows = torch.arange(k)
             if central:
                 X = x.repeat(2 * k, 1)
@@ -417,8 +447,9 @@ class CoCD(_ZerothOrder):
         for p in self._params:
             if "g" not in self.state[p]:
                 self.state[p]["g"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
-        for (a, j), e in zip(self._locate(idx), est.tolist(), strict=True):
-            self.state[self._params[a]]["g"].view(-1)[j] = e
+        for a, j, e in self._by_param(idx, est):
+            g = self.state[self._params[a]]["g"]
+            g.view(-1)[j.to(g.device)] = e.to(dtype=g.dtype, device=g.device)
         scale = 1.0 / self.n_blocks if self._first("normalize") else 1.0
         for a, p in enumerate(self._params):
             group = self.param_groups[self._group_of[a]]
@@ -495,8 +526,11 @@ class BCCD(_ZerothOrder):
         idx = self._indices()
         h, central = float(self._first("fd_step")), bool(self._first("central"))
         loss, est = self._probe_coords(closure, batched_closure, idx, h, central)
-        for (a, j), e in zip(self._locate(idx), est.tolist(), strict=True):
-            self._params[a].view(-1)[j] -= self._lr_of(a) * e
+        for a, j, e in self._by_param(idx, est):
+            p = self._params[a]
+            jj = j.to(p.device)
+            flat = p.view(-1)
+            flat[jj] = flat[jj] - (self._lr_of(a) * e).to(dtype=p.dtype, device=p.device)
         self._gstate["step"] += 1
         return loss
 
@@ -593,7 +627,9 @@ class SPSA(_ZerothOrder):
         st = self._gstate
         if "rng_state" in st:
             self._gen.set_state(st["rng_state"].to(device="cpu", dtype=torch.uint8))
-        Z = torch.randn(k, self.dim, generator=self._gen, dtype=torch.float64)
+        # drawn in float32 unless the parameters are float64 (6x faster than float64 draws)
+        draw = torch.float64 if dtype == torch.float64 else torch.float32
+        Z = torch.randn(k, self.dim, generator=self._gen, dtype=draw)
         if self._first("distribution") == "rademacher":
             Z = torch.sign(Z)
         st["rng_state"] = self._gen.get_state()
@@ -664,9 +700,20 @@ class RandomSubspace(SPSA):
             )
 
     def _directions(self, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        G = super()._directions(k, torch.float64, torch.device("cpu"))
-        Q, _ = torch.linalg.qr(G.T)
-        return Q.T.contiguous().to(dtype=dtype, device=device)
+        G = super()._directions(k, dtype, torch.device("cpu"))
+        if G.dtype not in (torch.float32, torch.float64):
+            G = G.float()
+        if self.dim >= 8 * k:
+            # CholeskyQR2 (two passes of Q <- L^-1 Q, L L^T = Q Q^T, L^-1 as a small k x k
+            # inverse): a tall Gaussian matrix is well conditioned, and this is about 3x
+            # faster than Householder QR on the CPU
+            Q = G
+            for _ in range(2):
+                L = torch.linalg.cholesky(Q @ Q.T)
+                Q = torch.linalg.inv(L) @ Q
+        else:
+            Q = torch.linalg.qr(G.T)[0].T
+        return Q.contiguous().to(dtype=dtype, device=device)
 
     def _estimate(self, Z: torch.Tensor, est: torch.Tensor) -> torch.Tensor:
         return est.to(Z) @ Z
