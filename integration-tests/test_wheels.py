@@ -103,7 +103,10 @@ def _check_wheel(pkg, meta, uv, root, core_wheel, tmp_path):
     # What `pip install NAME` resolves: uv's resolver on the same metadata, with no
     # workspace overrides (uv only for speed: it links from its cache instead of copying
     # torch into every venv; CI's package-alone job does the same with plain pip).
-    _run([uv, "pip", "install", "--python", str(python), "-q", str(core_wheel), str(wheel)])
+    # --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set (this project's machines),
+    # every process in the venv would otherwise recompile torch from source (~5 s CPU).
+    install = [uv, "pip", "install", "--python", str(python), "-q", "--compile-bytecode"]
+    _run([*install, str(core_wheel), str(wheel)])
     _run([str(python), "-c", f"import {imp}"])  # the method alone, without [repro]
     _run(
         [
@@ -113,6 +116,7 @@ def _check_wheel(pkg, meta, uv, root, core_wheel, tmp_path):
             "--python",
             str(python),
             "-q",
+            "--compile-bytecode",
             str(core_wheel),
             f"{wheel}[repro]",
             *TEST_TOOLS,
