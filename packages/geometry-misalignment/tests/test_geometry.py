@@ -100,6 +100,8 @@ def test_misalignment_bad_input():
         misalignment(lin, torch.ones(4, 5))  # dimension mismatch, from torch
     with pytest.raises(ValueError, match="n_iter"):
         misalignment(lin, torch.ones(4, 3), n_iter=0)
+    with pytest.raises(ValueError, match="n_iter"):
+        misalignment(lin, torch.ones(4, 3), n_iter=1)  # was kappa = 1.0 for any G, silently
     with pytest.raises(TypeError, match="params"):
         misalignment(lambda x: x, torch.ones(4, 3))
     with pytest.raises(TypeError, match="params"):

@@ -216,8 +216,8 @@ def misalignment(
     Args:
         model: The map ``T_theta``; ``model(x)`` has shape ``(n, ...)``.
         x: Source samples, shape ``(n, ...)``, n >= 1, finite.
-        n_iter: Lanczos iterations (more is more exact; exact once it reaches the
-            number of distinct eigenvalues of G).
+        n_iter: Lanczos iterations, >= 2 (more is more exact; exact once it reaches
+            the number of distinct eigenvalues of G; capped at the parameter count).
         params: Parameters G is taken over; default ``model.parameters()``.
         rtol: Relative size below which an eigenvalue counts as null space.
         seed: Seed of the Lanczos start vector.
@@ -227,9 +227,9 @@ def misalignment(
 
     Raises:
         TypeError, ValueError: On a non-tensor, empty or non-finite ``x``, a model
-            that is not callable, a non-integer ``seed``, a model without trainable
-            parameters, ``params`` given as a single tensor, or outputs
-            that do not depend on ``params``. Errors of ``model(x)`` itself (a wrong
+            that is not callable, a non-integer ``seed``, ``n_iter`` below 2, a model
+            without trainable parameters, ``params`` given as a single tensor, or
+            outputs that do not depend on ``params``. Errors of ``model(x)`` itself (a wrong
             input shape or dtype) come from the model (torch's ``RuntimeError``).
     """
     if not isinstance(x, Tensor):
@@ -241,6 +241,8 @@ def misalignment(
     if not callable(model):
         raise TypeError(f"model must be callable (the map T_theta), got {type(model).__name__}")
     seed = check_int("seed", seed)
+    # one Lanczos step gives one Ritz value, so lmax = lmin and kappa = 1 for any G
+    n_iter = check_int("n_iter", n_iter, low=2)
     if isinstance(params, Tensor):
         raise TypeError("params must be a sequence of tensors, not a single tensor: pass [p]")
     if params is None:
