@@ -324,3 +324,29 @@ def test_ppr_is_cached_per_graph_and_callers_cannot_corrupt_it():
     np.testing.assert_allclose(s, personalized_pagerank(ei, 4, sources=[1]), atol=1e-9)
     clear_ppr_cache()
     assert not _CACHE
+
+
+def test_gcn_caches_see_in_place_edits_and_clear_cache(sbm):
+    # found by review: the caches are keyed on the tensor and its version counter, so an
+    # in-place torch edit of the caller's tensors must recompute them
+    data, _ = sbm(seed=3)
+    torch.manual_seed(0)
+    model = GCN(20, 8, 3).eval()
+    ei = data.edge_index.clone()
+    model(data.x, ei)
+    ei[:, :4] = ei[:, 4:8].clone()  # same size, other edges, same tensor
+    fresh = GCN(20, 8, 3).eval()
+    fresh.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(model(data.x, ei)[0], fresh(data.x, ei)[0])
+    model.train()
+    x = torch.zeros(50, 20)
+    x[0, 0] = 1.0
+    model._input_dropout(x)
+    x[1, 1] = 2.0  # a new nonzero entry: dropout must be able to keep it
+    kept = [float(model._input_dropout(x)[1, 1]) for _ in range(20)]
+    assert max(kept) == pytest.approx(4.0)  # 2 / (1 - 0.5)
+    model.clear_cache()
+    assert model._norm is None and model._nz is None
+    with pytest.raises(ValueError, match=r"x must be \(num_nodes, 20\)"):
+        model(torch.zeros(5, 7), ei)

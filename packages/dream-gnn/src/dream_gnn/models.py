@@ -22,6 +22,16 @@ class GCN(nn.Module):
         hidden_channels: Width of the hidden layer.
         out_channels: Number of classes.
         dropout: Dropout probability on the input and hidden features.
+
+    Two things are cached per input tensor, keyed on the tensor itself and torch's
+    version counter: the normalized edge weights of ``edge_index`` and the positions of
+    ``x``'s nonzero entries (the input dropout draws on those only). A new tensor or an
+    in-place torch operation (``x[i] = v``, ``edge_index.add_(1)``) recomputes them;
+    writes that bypass the version counter (through ``tensor.numpy()`` or
+    ``tensor.data``) are not seen: call :meth:`clear_cache` after them.
+
+    Raises:
+        ValueError: In ``forward``, if ``x`` is not (num_nodes, in_channels).
     """
 
     def __init__(
@@ -46,6 +56,10 @@ class GCN(nn.Module):
         self._norm: tuple[torch.Tensor, torch.Tensor] | None = None
         self._nz_key: tuple | None = None
         self._nz: torch.Tensor | None = None
+
+    def clear_cache(self) -> None:
+        """Forget the cached edge normalization and nonzero positions of the input."""
+        self._norm_key = self._norm = self._nz_key = self._nz = None
 
     def _normalized(
         self, edge_index: torch.Tensor, num_nodes: int
@@ -83,6 +97,11 @@ class GCN(nn.Module):
         self, x: torch.Tensor, edge_index: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(logits, hidden)``."""
+        if x.ndim != 2 or x.shape[1] != self.conv1.in_channels:
+            raise ValueError(
+                f"x must be (num_nodes, {self.conv1.in_channels}) for this GCN "
+                f"(in_channels={self.conv1.in_channels}), got {tuple(x.shape)}"
+            )
         ei, w = self._normalized(edge_index, x.shape[0])
         h = F.relu(self.conv1(self._input_dropout(x), ei, w))
         out = self.conv2(F.dropout(h, self.dropout, self.training), ei, w)
