@@ -977,6 +977,11 @@ def run(ctx: RunContext) -> Result:
     def log_s(m: str, ks: tuple[float, ...]) -> list[float]:
         return [float(np.mean([math.log10(fin[m][k][i]) for k in ks])) for i in range(len(seeds))]
 
+    low_metric = (
+        f"log10(S / S(W0)) after {p1['budget']} steps at kappa "
+        + ", ".join(f"{k:g}" for k in low)
+        + " (mean over the kappas, per seed; 1 point = 1 decade)"
+    )
     c_gain = Claim.all_of(
         "Improvements of the calibrated optimizer over Adam concentrate in "
         "high-misalignment regimes; at low misalignment it is within 1 point of Adam.",
@@ -995,19 +1000,28 @@ def run(ctx: RunContext) -> Result:
                     "mean over the kappas, per seed"
                 ),
             ),
+            # "Within 1 point" both ways (the issue: the gain is concentrated at high
+            # misalignment, so at low kappa it is small): calibrated is neither worse nor
+            # better than Adam by more than one decade of S.
             Claim.non_inferior(
-                "At low misalignment the calibrated optimizer is within 1 point (one decade "
-                "of S) of Adam.",
+                "At low misalignment the calibrated optimizer is not worse than Adam by "
+                "more than 1 point (one decade of S).",
                 log_s("calibrated", low),
                 log_s("adam", low),
                 margin=1.0,
                 higher_is_better=False,
                 names=("calibrated", "Adam"),
-                metric=(
-                    f"log10(S / S(W0)) after {p1['budget']} steps at kappa "
-                    + ", ".join(f"{k:g}" for k in low)
-                    + " (mean over the kappas, per seed; 1 point = 1 decade)"
-                ),
+                metric=low_metric,
+            ),
+            Claim.non_inferior(
+                "At low misalignment the calibrated optimizer's gain over Adam is at most "
+                "1 point (one decade of S): Adam is not worse by more than 1 point.",
+                log_s("adam", low),
+                log_s("calibrated", low),
+                margin=1.0,
+                higher_is_better=False,
+                names=("Adam", "calibrated"),
+                metric=low_metric,
             ),
         ],
     )
