@@ -111,8 +111,9 @@ def empirical_ntk(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int
     Raises:
         TypeError: If ``model`` is not a module or ``x``/``t`` are not tensors.
         ValueError: On bad shapes (including a D other than ``model.dim``), a dtype or
-            device other than the model's, non-finite inputs or a model without
-            trainable parameters.
+            device other than the model's, non-finite inputs, a model without
+            trainable parameters, a model whose output is not ``(B, D)``, or a
+            non-finite kernel (NaN or inf in the model's output or gradients).
     """
     _check_model(model)
     _check_inputs(model, x, t)
@@ -122,7 +123,7 @@ def empirical_ntk(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int
     K = torch.zeros(d, d, dtype=torch.float64, device=x.device)
 
     def f(p: dict[str, torch.Tensor], xi: torch.Tensor, ti: torch.Tensor) -> torch.Tensor:
-        return functional_call(model, (p, rest), (xi[None], ti[None]))[0]
+        return _checked_output(functional_call(model, (p, rest), (xi[None], ti[None])), d)
 
     per_sample = vmap(jacrev(f), in_dims=(None, 0, 0))  # one Jacobian (D, P) per input
     for s in range(0, n, chunk):
@@ -131,7 +132,25 @@ def empirical_ntk(model: nn.Module, x: torch.Tensor, t: torch.Tensor, chunk: int
         J = torch.cat([j.reshape(xb.shape[0], d, -1) for j in jac.values()], dim=2)
         K += torch.einsum("cdp,cep->de", J, J).double()  # in the model's dtype
     K = (K + K.T) / (2 * n)
+    if not torch.isfinite(K).all():
+        raise ValueError(_NONFINITE)
     return K.cpu().numpy()
+
+
+_NONFINITE = (
+    "model gives a non-finite tangent kernel at these inputs (NaN or inf in its output "
+    "or its parameter gradients)"
+)
+
+
+def _checked_output(out: torch.Tensor, d: int) -> torch.Tensor:
+    """The row of a one-row model output, after checking that it has shape ``(1, D)``."""
+    if tuple(out.shape) != (1, d):
+        raise ValueError(
+            f"model must map x of shape (B, D) to (B, D) (the predicted noise); for D = {d} "
+            f"it returned shape {tuple(out.shape)} for B = 1"
+        )
+    return out[0]
 
 
 def ntk_matvec(
@@ -170,7 +189,7 @@ def ntk_matvec(
     n, d = x.shape
 
     def f1(p: dict[str, torch.Tensor], xi: torch.Tensor, ti: torch.Tensor) -> torch.Tensor:
-        return functional_call(model, (p, rest), (xi[None], ti[None]))[0]
+        return _checked_output(functional_call(model, (p, rest), (xi[None], ti[None])), d)
 
     def one(xi: torch.Tensor, ti: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         def f(p: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -217,6 +236,8 @@ def ntk_matvec(
                 (g,) = pull(V.expand(c, d))
                 acc += push(g).double().sum(0)
             out[:, 0] = (acc / n).cpu().numpy()
+            if not np.isfinite(out).all():
+                raise ValueError(_NONFINITE)
             return out.reshape(vv.shape)
         for j in range(0, cols.shape[1], col_chunk):
             V = torch.as_tensor(cols[:, j : j + col_chunk], dtype=x.dtype, device=x.device)
@@ -224,6 +245,8 @@ def ntk_matvec(
             for s in range(0, n, chunk):
                 acc += batched(x[s : s + chunk], t[s : s + chunk], V).double().sum(1)
             out[:, j : j + col_chunk] = (acc / n).T.cpu().numpy()
+        if not np.isfinite(out).all():
+            raise ValueError(_NONFINITE)
         return out.reshape(vv.shape)
 
     return matvec
@@ -418,8 +441,9 @@ def sad(
         TypeError: If ``model`` is not a module or ``X`` is not numeric.
         ValueError: If ``X`` is not ``(n, D)`` with the model's D, is non-finite, if
             ``k`` is not in ``[1, D]`` (``< D`` for ``lanczos`` and ``block``), ``n_inputs``,
-            ``trace_probes`` or ``chunk`` is below 1, ``seed`` is negative, or the model
-            has no trainable parameters.
+            ``trace_probes`` or ``chunk`` is below 1, ``seed`` is negative, the model
+            has no trainable parameters, its output is not ``(B, D)``, or its kernel is
+            not finite.
     """
     _check_model(model)
     method = check_choice("method", method, ("jacrev", "lanczos", "block"))
