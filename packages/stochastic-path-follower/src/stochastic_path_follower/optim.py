@@ -104,7 +104,7 @@ class SPFOptimizer(torch.optim.Optimizer):
         t_in = None if t is None else check_float("t", t)
         fpar = next(self.follower.parameters())
         work = []  # (params, x, g, clock, t) per group that takes part
-        for group in self.param_groups:
+        for gi, group in enumerate(self.param_groups):
             ps = [p for p in group["params"] if p.grad is not None]
             if not ps:
                 continue
@@ -114,6 +114,10 @@ class SPFOptimizer(torch.optim.Optimizer):
                 raise ValueError(f"t must increase strictly, got {tk} after {clock['t']}")
             x = torch.cat([p.detach().reshape(-1) for p in ps])
             g = torch.cat([p.grad.reshape(-1) for p in ps])
+            if not torch.isfinite(g).all():
+                raise ValueError(
+                    f"the .grad of a parameter in param group {gi} contains NaN or inf"
+                )
             work.append((ps, x, g, clock, tk))
         if not work:
             return loss
