@@ -26,8 +26,10 @@ class SPFOptimizer(torch.optim.Optimizer):
     closure zeroes the gradients, computes the loss on the newest minibatch and calls
     ``backward``), and, when the follower uses the ``hvp`` feature, calls the closure
     a second time at the previous iterates for the secant ``g_k(X_{k-1}) - g_k(X_{k-2})``
-    (so a step costs two gradients of the same minibatch); the gradients of the first
-    call are put back afterwards. ``step()`` without a closure uses the gradients
+    (so a step costs two gradients of the same minibatch: the closure must compute the
+    loss on the same minibatch each time it is called, so draw the batch before
+    ``step``, not inside the closure); the gradients of the first call are put back
+    afterwards. ``step()`` without a closure uses the gradients
     already in ``.grad`` and the secant across steps, ``g_k(X_{k-1}) - g_{k-1}(X_{k-2})``
     (the same when the loss does not change between steps; one gradient a step). The
     follower's weights are copied and never trained here; the update is computed in
@@ -35,7 +37,7 @@ class SPFOptimizer(torch.optim.Optimizer):
 
     Args:
         params: Parameters or parameter groups (group options are unused).
-        follower: A trained :class:`~stochastic_path_follower.StochasticPathFollower`
+        follower: A trained :class:`~stochastic_path_follower.StochasticPathFollower`.
 
     Raises:
         TypeError: If ``follower`` is not a follower.
