@@ -265,9 +265,14 @@ def test_optimizer_bad_input(trained):
         return loss
 
     opt.step(closure, t=1.0)
+    before = w.detach().clone()
     with pytest.raises(ValueError, match="t must increase"):
         opt.step(closure, t=1.0)
     with pytest.raises(TypeError, match="t must be a real number"):
         opt.step(closure, t="2")
     with pytest.raises(ValueError, match="t must be a finite number"):
         opt.step(closure, t=float("nan"))
+    w.grad = torch.tensor([1.0, float("nan")])
+    with pytest.raises(ValueError, match=r"\.grad of a parameter in param group 0 contains NaN"):
+        opt.step(t=3.0)
+    torch.testing.assert_close(w.detach(), before, atol=0.0, rtol=0.0)

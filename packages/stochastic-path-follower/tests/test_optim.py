@@ -56,3 +56,40 @@ def test_param_groups_are_separate_decision_vectors_with_the_closure():
     # the gradients of the first closure call are put back after the secant's call
     p = opt.param_groups[0]["params"][0]
     assert p.grad is not None and torch.isfinite(p.grad).all()
+
+
+def _run_quadratic(targets, with_closure):
+    """SPFOptimizer on 0.5 ||w - target_k||^2, with step(closure) or backward + step()."""
+    w = torch.zeros(targets.shape[1], requires_grad=True)
+    opt = SPFOptimizer([w], FOLLOWER)
+    path = []
+    for target in targets:
+
+        def closure(target=target):
+            opt.zero_grad()
+            loss = 0.5 * ((w - target) ** 2).sum()
+            loss.backward()
+            return loss
+
+        if with_closure:
+            opt.step(closure)
+        else:
+            with torch.enable_grad():
+                closure()
+            opt.step()
+        path.append(w.detach().clone())
+    return torch.stack(path)
+
+
+def test_step_without_closure_is_the_closure_step_when_the_loss_is_static():
+    """The closure-free step's secant across steps, g_k(X_{k-1}) - g_{k-1}(X_{k-2}), is the
+    closure's on-batch secant g_k(X_{k-1}) - g_k(X_{k-2}) when the loss does not change;
+    when it drifts, the two differ (the class docstring's claim, both ways)."""
+    gen = torch.Generator().manual_seed(1)
+    static = torch.randn(1, 5, generator=gen).expand(8, 5)
+    torch.testing.assert_close(
+        _run_quadratic(static, False), _run_quadratic(static, True), atol=1e-6, rtol=1e-6
+    )
+    drifting = static + torch.cumsum(0.5 * torch.randn(8, 5, generator=gen), 0)
+    gap = (_run_quadratic(drifting, False) - _run_quadratic(drifting, True)).abs().max()
+    assert float(gap) > 1e-3

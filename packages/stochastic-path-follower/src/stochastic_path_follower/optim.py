@@ -26,8 +26,10 @@ class SPFOptimizer(torch.optim.Optimizer):
     closure zeroes the gradients, computes the loss on the newest minibatch and calls
     ``backward``), and, when the follower uses the ``hvp`` feature, calls the closure
     a second time at the previous iterates for the secant ``g_k(X_{k-1}) - g_k(X_{k-2})``
-    (so a step costs two gradients of the same minibatch); the gradients of the first
-    call are put back afterwards. ``step()`` without a closure uses the gradients
+    (so a step costs two gradients of the same minibatch: the closure must compute the
+    loss on the same minibatch each time it is called, so draw the batch before
+    ``step``, not inside the closure); the gradients of the first call are put back
+    afterwards. ``step()`` without a closure uses the gradients
     already in ``.grad`` and the secant across steps, ``g_k(X_{k-1}) - g_{k-1}(X_{k-2})``
     (the same when the loss does not change between steps; one gradient a step). The
     follower's weights are copied and never trained here; the update is computed in
@@ -35,7 +37,7 @@ class SPFOptimizer(torch.optim.Optimizer):
 
     Args:
         params: Parameters or parameter groups (group options are unused).
-        follower: A trained :class:`~stochastic_path_follower.StochasticPathFollower`
+        follower: A trained :class:`~stochastic_path_follower.StochasticPathFollower`.
 
     Raises:
         TypeError: If ``follower`` is not a follower.
@@ -104,7 +106,7 @@ class SPFOptimizer(torch.optim.Optimizer):
         t_in = None if t is None else check_float("t", t)
         fpar = next(self.follower.parameters())
         work = []  # (params, x, g, clock, t) per group that takes part
-        for group in self.param_groups:
+        for gi, group in enumerate(self.param_groups):
             ps = [p for p in group["params"] if p.grad is not None]
             if not ps:
                 continue
@@ -114,6 +116,10 @@ class SPFOptimizer(torch.optim.Optimizer):
                 raise ValueError(f"t must increase strictly, got {tk} after {clock['t']}")
             x = torch.cat([p.detach().reshape(-1) for p in ps])
             g = torch.cat([p.grad.reshape(-1) for p in ps])
+            if not torch.isfinite(g).all():
+                raise ValueError(
+                    f"the .grad of a parameter in param group {gi} contains NaN or inf"
+                )
             work.append((ps, x, g, clock, tk))
         if not work:
             return loss

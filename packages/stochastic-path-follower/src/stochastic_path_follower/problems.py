@@ -398,7 +398,9 @@ class DriftingLogistic:
                 f"got shape {st.shape} and dtype {st.dtype}"
             )
         if st.min() < 0 or st.max() >= f.shape[0]:
-            raise ValueError(f"state values must lie in [0, {f.shape[0]}), got {st.min()}..")
+            raise ValueError(
+                f"state values must lie in [0, {f.shape[0]}), got {st.min()}..{st.max()}"
+            )
         self.batch = check_int("batch", batch, low=1)
         self.reg = check_float("reg", reg, low=0.0, low_inclusive=False)
         self.dim = int(f.shape[2])
@@ -432,7 +434,8 @@ class DriftingLogistic:
             )
         if st.min() < 0 or st.max() >= self.features.shape[0]:
             raise ValueError(
-                f"state values must lie in [0, {self.features.shape[0]}), got {st.min()}.."
+                f"state values must lie in [0, {self.features.shape[0]}), "
+                f"got {st.min()}..{st.max()}"
             )
         new = copy.copy(self)
         new.state = st.astype(np.int64)
