@@ -41,17 +41,22 @@ def test_a_peer_that_raises_counts_as_diverged():
 
 def test_task_b_full_scale_is_the_issues_and_its_code_path_runs_at_toy_size(monkeypatch):
     # most of this test's ~20 s of CPU is importing transformers; the toy runs take ~2 s
-    monkeypatch.setattr(experiment, "LM_LR_GRID", (1e-3, 3e-3))  # a 2-point grid: cheaper
+    monkeypatch.setattr(experiment, "LM_LR_FACTORS", (1.0, 3.0))  # a 2-point grid: cheaper
     full = experiment._lm_config("full")
     assert full["size"] == "30M" and full["steps"] == 5000 and full["overrides"] == {}
-    assert full["tune"]  # full scale tunes each method's lr on the validation seed
-    assert experiment._lm_config("default")["size"] == "1M"
+    assert full["tune"] and full["tune_steps"] == 5000  # full scale: tuned, whole horizon
+    default = experiment._lm_config("default")
+    assert default["size"] == "1M" and default["steps"] == 200
+    assert default["tune"] and default["tune_steps"] == 60  # shorter horizon (CPU budget)
     # the same code path (tuning included), with the model shrunk and 2 steps
     cfg = {**full, "overrides": experiment.TINY_LLAMA, "steps": 2, "batch": 2, "seq_len": 8}
-    cfg.update(eval_every=1, eval_batches=1, seeds=1)
-    table, data = experiment._run_lm(cfg, {}, 0.1, 0.1, lambda it, desc: it)
+    cfg.update(eval_every=1, eval_batches=1, seeds=1, tune_steps=1)
+    lrs = dict.fromkeys(experiment.LM_METHODS, 1e-3)
+    tables, data = experiment._run_lm(cfg, lrs, 0.1, 0.1, lambda it, desc: it)
+    table, tune_table = tables
     names = [row["method"] for row in table.rows]
     assert names == [*experiment.LM_METHODS, "floor: no step"]
+    assert len(tune_table.rows) == 2 * len(experiment.LM_METHODS)
     assert set(data["tuning"]) == set(experiment.LM_METHODS)
     assert all(lr in (1e-3, 3e-3) for lr in data["lr"].values())
     # 256 x 16 embedding, 4 attention and 3 MLP matrices: 8 matrices, 16 factors per step
@@ -73,3 +78,41 @@ def test_sweep_picks_by_its_rule_on_validation_seeds():
     }
     best = min(ok, key=lambda k: ok[k]["time"]) if ok else min(rows, key=lambda k: rows[k]["final"])
     assert best == f"tau={tau:g} c={c:g}"
+
+
+def test_task_b_tuning_reads_only_the_validation_seed_and_half(monkeypatch):
+    # the runs are faked (no model): each records its seed, steps and validation tokens
+    calls = []
+    val_loss = {0.003: 2.0, 0.01: 1.5, 0.03: 1.8}  # by lr: the tuning should pick 0.01
+
+    def fake_run(make, lr, seed, tokens, cfg, device="cpu"):
+        calls.append(
+            {"seed": seed, "steps": cfg["steps"], "val": tokens[1], "lr": lr, "make": make}
+        )
+        # the test seed's losses are 10 higher: they could not move a pick made on them
+        final = 5.0 if make is None else val_loss.get(lr, 9.0) + (10.0 if seed != 100 else 0)
+        return {"final": final, "init": 5.5, "curve_t": [0.0, 1.0], "curve_loss": [5.5, final]}
+
+    def fake_full(make, lr, seed, tokens, cfg, device="cpu"):
+        out = fake_run(make, lr, seed, tokens, cfg, device)
+        return {**out, "time": 1.0, "cpu": 1.0, "eighs": None, "diverged": False}
+
+    monkeypatch.setattr(experiment, "_train_lm_run", fake_full)
+    cfg = {**experiment._lm_config("default"), "overrides": {}}
+    lrs = dict.fromkeys(experiment.LM_METHODS, 0.01)
+    tables, data = experiment._run_lm(cfg, lrs, 0.1, 0.1, lambda it, desc: it)
+    tune = [c for c in calls if c["seed"] == experiment.VALIDATION_SEED]
+    test = [c for c in calls if c["seed"] != experiment.VALIDATION_SEED]
+    assert len(tune) == 3 * len(experiment.LM_METHODS) and calls[: len(tune)] == tune
+    assert all(c["steps"] == 60 for c in tune) and all(c["steps"] == 200 for c in test)
+    assert {c["seed"] for c in test} == {0}
+    # the tuning half and the test half of the validation split are disjoint and complete
+    v_tune, v_test = tune[0]["val"], test[0]["val"]
+    assert all(c["val"] is v_tune for c in tune) and all(c["val"] is v_test for c in test)
+    assert abs(len(v_tune) - len(v_test)) <= 1 and v_tune.base is v_test.base is not None
+    assert sorted({c["lr"] for c in tune}) == [0.003, 0.01, 0.03]
+    assert data["lr"] == dict.fromkeys(experiment.LM_METHODS, 0.01)
+    assert not any(data["at_grid_edge"].values())
+    assert {c["lr"] for c in test if c["make"] is not None} == {0.01}
+    picked = [row for row in tables[1].rows if row["chosen"] == "yes"]
+    assert [row["at grid edge"] for row in picked] == ["no"] * len(experiment.LM_METHODS)
