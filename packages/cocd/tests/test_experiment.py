@@ -189,3 +189,36 @@ def test_optimizers_use_probe_coordinates_with_the_same_result():
         assert opt.queries == 5 * 33
         paths.append(_flat(net))
     np.testing.assert_allclose(paths[0].numpy(), paths[1].numpy(), atol=1e-9)
+
+
+def test_keep_freed_memory_is_a_safe_no_op(monkeypatch):
+    import platform
+
+    import torch
+
+    first = experiment.keep_freed_memory()
+    assert isinstance(first, bool)
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert first  # both mallopt settings took
+    assert experiment.keep_freed_memory() == first  # idempotent
+    # allocations and frees above the old thresholds still work afterwards
+    for _ in range(3):
+        x = torch.ones(8 * 2**20 // 4)
+        assert float(x.sum()) == pytest.approx(8 * 2**20 / 4)
+        del x
+    monkeypatch.setattr(experiment.sys, "platform", "darwin")
+    assert experiment.keep_freed_memory() is False  # silently skipped off Linux
+
+
+def test_mean_curve_pads_unequal_curves_with_nan():
+    full = [(0, 2.0), (33, 1.0), (66, 0.5)]
+    short = [(0, 4.0), (33, 3.0)]  # a run that diverged after the second mark
+    q, v = experiment.mean_curve([short, full])
+    np.testing.assert_array_equal(q, [0, 33, 66])
+    np.testing.assert_allclose(v, [3.0, 2.0, 0.5])
+    q, v = experiment.mean_curve([full, full])
+    np.testing.assert_allclose(v, [2.0, 1.0, 0.5])
+    q, v = experiment.mean_curve([[], short])
+    np.testing.assert_allclose(v, [4.0, 3.0])
+    q, v = experiment.mean_curve([])
+    assert q.size == 0 and v.size == 0
