@@ -550,7 +550,8 @@ def mean_curve(curves: list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.nd
 
     A diverged run stops early, so its curve has fewer points: the curves are padded
     with NaN to the longest one and averaged with ``nanmean`` (a point is the mean of
-    the runs that reached it). Returns the longest curve's query counts and the means.
+    the runs that reached it; the tables, unlike the figure, count a diverged run as its
+    initial loss). Returns the longest curve's query counts and the means.
     """
     n = max((len(c) for c in curves), default=0)
     q = np.full((len(curves), n), np.nan)
