@@ -6,17 +6,21 @@
 # x86-64 CPU would pick; a check that fails here only is one that depends on the CPU.
 #
 #   tools/other_cpu.sh                  # README doctests, emulation a
-#   tools/other_cpu.sh -e b             # README doctests, emulation b
+#   tools/other_cpu.sh -e b             # README doctests, emulation b (or c)
 #   tools/other_cpu.sh --all            # README doctests + fast tests (no wheel tests)
 #   tools/other_cpu.sh --probe          # show that the kernels changed (hashes of results)
 #   tools/other_cpu.sh -e b packages/foo   # any pytest arguments
+#   tools/other_cpu.sh -e b --run python x.py   # any command, under `uv run`
 #
-# Each variable was checked to change results on an AVX-512 AMD EPYC (tools/other_cpu.sh
-# --probe with and without it): numpy's SIMD loops (exp, log), OpenBLAS's gemm kernel
-# (numpy and scipy), torch's ATen vector kernels and oneDNN convolutions, MKL's gemm
-# (torch float64 matmul), XLA's code generation (jax), and the thread counts (OpenBLAS and
-# torch split sums differently with another count). OpenBLAS and OpenMP cannot use more
-# threads than there are cores; torch can (tools/other_cpu_threads.py).
+# Checked on an AVX-512 AMD EPYC with --probe (result hashes with and without each
+# variable): these change results: NPY_DISABLE_CPU_FEATURES (numpy's exp/log loops),
+# OPENBLAS_CORETYPE (gemm/LU kernels of numpy's and scipy's OpenBLAS), ATEN_CPU_CAPABILITY
+# and ONEDNN_MAX_CPU_ISA (torch's conv2d), MKL_CBWR=COMPATIBLE (torch matmul), XLA_FLAGS
+# --xla_cpu_max_isa=SSE4_2 or AVX (jax exp), and the thread counts (OpenBLAS's gemm and
+# torch's sums split by thread). No effect there, kept for Intel CPUs where MKL dispatches
+# on the ISA: MKL_ENABLE_INSTRUCTIONS, MKL_CBWR=AVX/AVX512, --xla_cpu_max_isa=AVX2.
+# OpenBLAS and OpenMP use no more threads than there are cores; torch can
+# (tools/other_cpu_threads.py sets ICML26_TORCH_THREADS after import).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +32,7 @@ while [ $# -gt 0 ]; do
         -e) emulation="$2"; shift 2 ;;
         --all) mode=all; shift ;;
         --probe) mode=probe; shift ;;
+        --run) mode=run; shift; args=("$@"); break ;;
         *) args+=("$1"); shift ;;
     esac
 done
@@ -52,7 +57,12 @@ case "$emulation" in
         export XLA_FLAGS="--xla_cpu_max_isa=AVX"
         export ICML26_TORCH_THREADS=3
         ;;
-    *) echo "unknown emulation '$emulation' (a or b)" >&2; exit 2 ;;
+    c)  # an AVX-512 Intel Xeon: OpenBLAS's Skylake-X kernels, MKL's AVX-512 path, 3 torch threads
+        export OPENBLAS_CORETYPE=SkylakeX
+        export MKL_CBWR=AVX512
+        export ICML26_TORCH_THREADS=3
+        ;;
+    *) echo "unknown emulation '$emulation' (a, b or c)" >&2; exit 2 ;;
 esac
 export PYTHONPATH="$PWD/tools${PYTHONPATH:+:$PYTHONPATH}"
 plugin=(-p other_cpu_threads -p no:cacheprovider)
@@ -64,6 +74,7 @@ for a in ${args[@]+"${args[@]}"}; do
 done
 case "$mode" in
     probe) exec uv run python tools/other_cpu_probe.py ;;
+    run) exec uv run "${args[@]}" ;;
     readme) defaults=(shared/README.md packages/*/README.md) ;;
     all) defaults=(shared/README.md shared/tests packages integration-tests
                    --ignore=integration-tests/test_wheels.py) ;;
