@@ -10,7 +10,8 @@
 #   tools/other_cpu.sh --all            # README doctests + fast tests (no wheel tests)
 #   tools/other_cpu.sh --probe          # show that the kernels changed (hashes of results)
 #   tools/other_cpu.sh -e b packages/foo   # any pytest arguments
-#   tools/other_cpu.sh -e b --run python x.py   # any command, under `uv run`
+#   tools/other_cpu.sh -e b --run python x.py   # any command, under `uv run` (torch threads: the machine's)
+#   tools/other_cpu.sh --compare-readmes [README ...]  # README outputs that move with the CPU at all
 #
 # Checked on an AVX-512 AMD EPYC with --probe (result hashes with and without each
 # variable): these change results: NPY_DISABLE_CPU_FEATURES (numpy's exp/log loops),
@@ -33,9 +34,19 @@ while [ $# -gt 0 ]; do
         --all) mode=all; shift ;;
         --probe) mode=probe; shift ;;
         --run) mode=run; shift; args=("$@"); break ;;
+        --compare-readmes) mode=compare; shift ;;
         *) args+=("$1"); shift ;;
     esac
 done
+
+if [ "$mode" = compare ]; then  # README outputs natively and under a, b, c; print what moved
+    dir=$(mktemp -d)
+    uv run python tools/readme_outputs.py record "$dir/native.json" ${args[@]+"${args[@]}"}
+    for e in a b c; do
+        "$0" -e "$e" --run python tools/readme_outputs.py record "$dir/$e.json" ${args[@]+"${args[@]}"}
+    done
+    exec uv run python tools/readme_outputs.py compare "$dir"/{native,a,b,c}.json
+fi
 
 case "$emulation" in
     a)  # an AVX2-only CPU, one thread everywhere
