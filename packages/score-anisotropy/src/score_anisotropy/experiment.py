@@ -585,8 +585,6 @@ def _claims(rows: list[dict], floors: dict, cfg: dict) -> list[Claim]:
         )
     )
     # 4. Ranking across (architecture, dataset) pairs.
-    from scipy.stats import spearmanr
-
     pairs = sorted({(r["arch"], r["data"]) for r in rows if "w2" in r})
     al = [float(np.mean(_by(rows, a, d, "align_top8"))) for a, d in pairs]
     # a sampler that diverged (non-finite samples) ranks last: W2 = inf
@@ -594,27 +592,18 @@ def _claims(rows: list[dict], floors: dict, cfg: dict) -> list[Claim]:
         float(np.mean(np.nan_to_num(_by(rows, a, d, "w2"), nan=np.inf))) / floors[d]["reference"]
         for a, d in pairs
     ]
-    if len(pairs) >= 3:
-        sp = spearmanr(np.array(al), -np.array(w2n), alternative="greater")
-        rho, p_rho = float(sp.statistic), float(sp.pvalue)
-    else:
-        rho, p_rho = float("nan"), float("nan")
     claims.append(
-        Claim.check(
+        Claim.rank_correlation(
             "Alignment at initialization ranks the models' W2 after training.",
-            f"Spearman(top-8 alignment, -W2/reference) over the (architecture, dataset) pairs "
-            f"(mean over seeds per pair; a diverged sampler ranks last) >= {RANK_RHO_MIN:g}; "
-            f"holds if also its one-sided p (rho > 0) < 0.05, does not hold if rho < "
-            f"{RANK_RHO_MIN:g}, inconclusive otherwise or with fewer than {RANK_MIN_PAIRS} "
-            "pairs",
-            {"spearman": rho, "p (one-sided)": p_rho, "pairs": len(pairs)},
-            lambda v: (
-                None
-                if v["pairs"] < RANK_MIN_PAIRS or not np.isfinite(v["spearman"])
-                else False
-                if v["spearman"] < RANK_RHO_MIN
-                else (True if v["p (one-sided)"] < 0.05 else None)
+            np.array(al),
+            -np.array(w2n),
+            threshold=RANK_RHO_MIN,
+            names=(
+                "top-8 alignment",
+                "-W2/reference over the (architecture, dataset) pairs, mean over seeds per "
+                "pair, a diverged sampler ranked last",
             ),
+            min_n=RANK_MIN_PAIRS,
         )
     )
     return claims
