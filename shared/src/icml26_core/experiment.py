@@ -525,8 +525,10 @@ class Claim:
         alpha: float = DEFAULT_ALPHA,
         min_n: int = 5,
     ) -> Claim:
-        """Spearman's rank correlation of ``x`` and ``y`` (one value per item) exceeds
-        ``threshold`` (:func:`icml26_core.stats.rank_correlation`: Fisher z interval).
+        """Spearman's rank correlation of ``x`` and ``y`` exceeds ``threshold``.
+
+        One value per item in each; the statistics are
+        :func:`icml26_core.stats.rank_correlation`'s (Fisher z interval).
 
         Returns:
             The claim; ``values`` holds rho and the number of pairs.
