@@ -93,6 +93,9 @@ def test_slope_faster_and_win_rate_builders():
     assert fast.verdict == "holds"
     games = Claim.win_rate("as strong", 90, 20, 90, threshold=0.4)
     assert games.verdict == "holds" and games.values["draws"] == 20
+    corr = Claim.rank_correlation("ranks", np.arange(12.0), -np.arange(12.0), threshold=0.5)
+    assert corr.verdict == "does not hold" and corr.values["pairs"] == 12
+    assert corr.evidence is not None and corr.evidence.ci_high < 0.5
 
 
 def test_all_of_combines_verdicts():

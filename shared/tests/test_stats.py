@@ -166,6 +166,55 @@ def test_win_rate_draws_count_half_and_interval_covers_the_half_point():
     assert ev.ci_low == pytest.approx(lo) and ev.ci_high == pytest.approx(hi)
 
 
+# ---------------------------------------------------------------- rank correlation
+
+
+def test_rank_correlation_matches_scipy_and_fisher_z(rng):
+    x = rng.normal(size=40)
+    y = x + rng.normal(scale=0.8, size=40)
+    ev = stats.rank_correlation(x, y, threshold=0.3)
+    rho = st.spearmanr(x, y).statistic
+    se = math.sqrt(1.06 / 37)
+    assert ev.effect == pytest.approx(rho)
+    assert ev.ci_low == pytest.approx(math.tanh(math.atanh(rho) - 1.959964 * se), rel=1e-5)
+    assert ev.ci_high == pytest.approx(math.tanh(math.atanh(rho) + 1.959964 * se), rel=1e-5)
+    assert ev.p_value == pytest.approx(st.norm.sf((math.atanh(rho) - math.atanh(0.3)) / se))
+    assert ev.n == 40 and ev.verdict == HOLDS
+
+
+def test_rank_correlation_decisions_and_coverage(rng):
+    x = np.arange(12.0)
+    # 12 pairs with rho near 0.2: the interval holds 0.5, so it cannot tell
+    y = x + rng.normal(scale=25.0, size=12)
+    assert stats.rank_correlation(x, y, threshold=0.5).verdict == INCONCLUSIVE
+    assert stats.rank_correlation(x, -x, threshold=0.5).verdict == DOES_NOT_HOLD
+    assert stats.rank_correlation(x[:4], x[:4]).verdict == INCONCLUSIVE  # too few pairs
+    assert stats.rank_correlation(x, np.ones(12)).verdict == INCONCLUSIVE  # rho undefined
+    # NaN pairs are dropped, an infinite value ranks last
+    y2 = x.copy()
+    y2[3], y2[11] = np.nan, np.inf
+    ev = stats.rank_correlation(x, y2)
+    assert ev.n == 11 and ev.effect == pytest.approx(1.0)
+    # the 95% interval covers the true rho in about 95% of bivariate-normal draws
+    cov = [[1.0, 0.6], [0.6, 1.0]]
+    true_rho = 6 / math.pi * math.asin(0.6 / 2)
+    hits = 0
+    for _ in range(400):
+        xy = rng.multivariate_normal([0, 0], cov, size=30)
+        e = stats.rank_correlation(xy[:, 0], xy[:, 1])
+        hits += e.ci_low <= true_rho <= e.ci_high
+    assert 0.90 <= hits / 400 <= 0.99
+
+
+def test_rank_correlation_rejects_bad_input():
+    with pytest.raises(ValueError, match="same length"):
+        stats.rank_correlation([1, 2, 3, 4, 5], [1, 2, 3])
+    with pytest.raises(ValueError, match="threshold must be in"):
+        stats.rank_correlation(range(6), range(6), threshold=1.0)
+    with pytest.raises(ValueError, match="min_n must be >= 4"):
+        stats.rank_correlation(range(6), range(6), min_n=3)
+
+
 def test_win_rate_decisions():
     assert stats.win_rate(16, 0, 16).verdict == INCONCLUSIVE  # 32 games cannot tell
     assert stats.win_rate(100, 0, 100, threshold=0.4).verdict == HOLDS  # non-inferior

@@ -80,3 +80,35 @@ def test_full_scale_path_runs_at_a_tiny_size():
     assert all(np.isfinite(r["anisotropy"]) and r["anisotropy"] >= 1 for r in out["rows"])
     claims = experiment._claims(out["rows"], out["floors"], cfg)
     assert len(claims) == 4
+
+
+def test_w2_table_reports_the_sliced_w2_with_its_floor_on_the_same_sads():
+    cfg = experiment._config("smoke")
+    rows = []
+    for seed in range(2):
+        for arch, sw2, floor in (("MLP", 3.0, 2.0), ("CNN", 1.0, 2.0)):
+            rows.append(
+                {
+                    "arch": arch,
+                    "data": "digits",
+                    "seed": seed,
+                    "params": 1,
+                    "w2": 5.0,
+                    "final_loss": 0.1,
+                    "sw2": sw2 + seed,
+                    "sw2_floor": floor,
+                    "sw2_reference": 0.5 * floor,
+                }
+            )
+    floors = {"digits": {"reference": 2.5, "isotropic Gaussian": 4.0}}
+    w2 = experiment._tables(rows, floors, cfg, 2)[1]
+    by = {r["model"]: r for r in w2.rows}
+    assert by["MLP"][experiment.SW2] == pytest.approx(3.5)
+    assert by["MLP"][experiment.SW2_FLOOR] == pytest.approx(np.mean([3.0 / 2.0, 4.0 / 2.0]))
+    assert by["CNN"][experiment.SW2_FLOOR] == pytest.approx(np.mean([1.0 / 2.0, 2.0 / 2.0]))
+    floor = by["isotropic Gaussian (floor)"]
+    assert floor[experiment.SW2] == pytest.approx(2.0)
+    assert floor[experiment.SW2_FLOOR] == pytest.approx(1.0)
+    ref = by["reference (held-out train rows)"]
+    assert ref[experiment.SW2] == pytest.approx(1.0)
+    assert ref[experiment.SW2_FLOOR] == pytest.approx(0.5)

@@ -514,6 +514,34 @@ class Claim:
         )
 
     @classmethod
+    def rank_correlation(
+        cls,
+        statement: str,
+        x: Any,
+        y: Any,
+        *,
+        threshold: float = 0.0,
+        names: tuple[str, str] = ("x", "y"),
+        alpha: float = DEFAULT_ALPHA,
+        min_n: int = 5,
+    ) -> Claim:
+        """Spearman's rank correlation of ``x`` and ``y`` exceeds ``threshold``.
+
+        One value per item in each; the statistics are
+        :func:`icml26_core.stats.rank_correlation`'s (Fisher z interval).
+
+        Returns:
+            The claim; ``values`` holds rho and the number of pairs.
+        """
+        ev = stats.rank_correlation(x, y, threshold=threshold, alpha=alpha, min_n=min_n)
+        rule = (
+            f"Spearman({names[0]}, {names[1]}) > {format_value(threshold)}; {ev.test}; "
+            f"holds if p < {alpha} and the CI lies above {format_value(threshold)}, does "
+            f"not hold if it lies below; inconclusive with fewer than {min_n} pairs"
+        )
+        return cls(statement, rule, {"spearman": ev.effect, "pairs": ev.n}, ev.verdict, ev)
+
+    @classmethod
     def all_of(cls, statement: str, parts: Iterable[Claim], rule: str = "") -> Claim:
         """Every part holds: holds if all do, does not hold if one does not.
 
