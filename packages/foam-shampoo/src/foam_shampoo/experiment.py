@@ -18,9 +18,10 @@ learning rate chosen for Shampoo f=1.
 
 Task B (a table, no claim): ``tiny_llama("1M")`` on the core's Shakespeare bytes through
 ``icml26_core.lm.train_lm``, the same methods (no ``pytorch_optimizer``), each with its own
-3-point learning-rate grid centred on its task-A choice, tuned on the validation seed and
-the first half of the validation split over a shorter horizon (default: 60 of the 200
-steps, for the CPU budget); the test seed is read on the second half. At full scale
+3-point learning-rate grid scaled from its task-A choice (:data:`LM_LR_FACTORS`), tuned on
+the validation seed and the first half of the validation split over a shorter horizon
+(default: 20 of the 200 steps, for the CPU budget); the test seeds (default: 2) are read on
+the second half. At full scale
 ``tiny_llama("30M")`` for 5000 steps, tuned over the whole horizon.
 """
 
@@ -240,7 +241,7 @@ def _train(
         sync()
         elapsed += time.perf_counter() - t0
         steps_done = step
-        if not curve and not math.isfinite(float(loss)):
+        if not curve and not math.isfinite(loss.item()):
             curve_t.append(elapsed)
             curve_loss.append(math.inf)
             diverged = True
