@@ -895,8 +895,9 @@ def _run(ctx: RunContext) -> Result:
                 "The divergence rate over the frequency grid decreases as damping increases.",
                 "rate(1e-6) >= rate(1e-4) >= rate(1e-2) and rate(1e-6) > rate(1e-2) (rates "
                 f"over frequencies {{1, 10, 50}} x grid seeds: n = "
-                f"{len(GRID_FREQUENCIES) * len(grid_seeds)} runs per damping); no divergence at "
-                "all does not hold",
+                f"{len(GRID_FREQUENCIES) * len(grid_seeds)} runs per damping); a count rule "
+                "with two outcomes, no test and no inconclusive: no divergence at all does not "
+                "hold (no instability seen for damping to suppress)",
                 rates,
                 _decreasing,
             ),
