@@ -42,12 +42,14 @@ def test_a_peer_that_raises_counts_as_diverged():
 def test_task_b_full_scale_is_the_issues_and_its_code_path_runs_at_toy_size(monkeypatch):
     # most of this test's ~20 s of CPU is importing transformers; the toy runs take ~2 s
     monkeypatch.setattr(experiment, "LM_LR_FACTORS", (1.0, 3.0))  # a 2-point grid: cheaper
+    monkeypatch.setattr(experiment, "LM_LR_FACTORS_BY_METHOD", {})
     full = experiment._lm_config("full")
     assert full["size"] == "30M" and full["steps"] == 5000 and full["overrides"] == {}
     assert full["tune"] and full["tune_steps"] == 5000  # full scale: tuned, whole horizon
     default = experiment._lm_config("default")
     assert default["size"] == "1M" and default["steps"] == 200
-    assert default["tune"] and default["tune_steps"] == 60  # shorter horizon (CPU budget)
+    assert default["tune"] and default["tune_steps"] == 20  # shorter horizon (CPU budget)
+    assert default["seeds"] == 2
     # the same code path (tuning included), with the model shrunk and 2 steps
     cfg = {**full, "overrides": experiment.TINY_LLAMA, "steps": 2, "batch": 2, "seq_len": 8}
     cfg.update(eval_every=1, eval_batches=1, seeds=1, tune_steps=1)
@@ -56,7 +58,8 @@ def test_task_b_full_scale_is_the_issues_and_its_code_path_runs_at_toy_size(monk
     table, tune_table = tables
     names = [row["method"] for row in table.rows]
     assert names == [*experiment.LM_METHODS, "floor: no step"]
-    assert len(tune_table.rows) == 2 * len(experiment.LM_METHODS)
+    assert len(tune_table.rows) == 2 * len(experiment.LM_METHODS) + 1  # + the floor
+    assert tune_table.rows[-1]["method"] == "floor: no step"
     assert set(data["tuning"]) == set(experiment.LM_METHODS)
     assert all(lr in (1e-3, 3e-3) for lr in data["lr"].values())
     # 256 x 16 embedding, 4 attention and 3 MLP matrices: 8 matrices, 16 factors per step
@@ -83,7 +86,9 @@ def test_sweep_picks_by_its_rule_on_validation_seeds():
 def test_task_b_tuning_reads_only_the_validation_seed_and_half(monkeypatch):
     # the runs are faked (no model): each records its seed, steps and validation tokens
     calls = []
-    val_loss = {0.003: 2.0, 0.01: 1.5, 0.03: 1.8}  # by lr: the tuning should pick 0.01
+    # by lr: the tuning should pick 0.003, the middle of 0.1/0.3/1 x 0.01 (five methods) and
+    # the lower edge of heavyball SOAP's 0.3/1/3 x 0.01
+    val_loss = {0.001: 2.5, 0.003: 1.5, 0.01: 1.6, 0.03: 1.8}
 
     def fake_run(make, lr, seed, tokens, cfg, device="cpu"):
         calls.append(
@@ -104,15 +109,39 @@ def test_task_b_tuning_reads_only_the_validation_seed_and_half(monkeypatch):
     tune = [c for c in calls if c["seed"] == experiment.VALIDATION_SEED]
     test = [c for c in calls if c["seed"] != experiment.VALIDATION_SEED]
     assert len(tune) == 3 * len(experiment.LM_METHODS) and calls[: len(tune)] == tune
-    assert all(c["steps"] == 60 for c in tune) and all(c["steps"] == 200 for c in test)
-    assert {c["seed"] for c in test} == {0}
+    assert all(c["steps"] == 20 for c in tune) and all(c["steps"] == 200 for c in test)
+    assert {c["seed"] for c in test} == {0, 1}
     # the tuning half and the test half of the validation split are disjoint and complete
     v_tune, v_test = tune[0]["val"], test[0]["val"]
     assert all(c["val"] is v_tune for c in tune) and all(c["val"] is v_test for c in test)
     assert abs(len(v_tune) - len(v_test)) <= 1 and v_tune.base is v_test.base is not None
-    assert sorted({c["lr"] for c in tune}) == [0.003, 0.01, 0.03]
-    assert data["lr"] == dict.fromkeys(experiment.LM_METHODS, 0.01)
-    assert not any(data["at_grid_edge"].values())
-    assert {c["lr"] for c in test if c["make"] is not None} == {0.01}
+    hb = "heavyball SOAP f=10"
+    assert data["grids"][hb] == (0.003, 0.01, 0.03)
+    assert all(data["grids"][n] == (0.001, 0.003, 0.01) for n in experiment.LM_METHODS if n != hb)
+    assert data["lr"] == dict.fromkeys(experiment.LM_METHODS, 0.003)
+    assert data["at_grid_edge"] == {n: n == hb for n in experiment.LM_METHODS}
+    assert {c["lr"] for c in test if c["make"] is not None} == {0.003}
     picked = [row for row in tables[1].rows if row["chosen"] == "yes"]
-    assert [row["at grid edge"] for row in picked] == ["no"] * len(experiment.LM_METHODS)
+    assert [row["at grid edge"] for row in picked] == [
+        "yes" if n == hb else "no" for n in experiment.LM_METHODS
+    ]
+    assert tables[1].rows[-1]["val loss (first half)"] == pytest.approx(5.5)  # the floor
+
+
+def test_train_without_curve_reads_the_same_final_and_stops_at_a_non_finite_loss():
+    cfg = {"hidden": (8,), "steps": 6, "batch": 16, "eval_every": 2}
+    data = experiment._data(4)
+    make = experiment._methods()["Shampoo f=10"][1]
+    full = experiment._train(make, 1e-3, 0, data, cfg)
+    short = experiment._train(make, 1e-3, 0, data, cfg, curve=False)
+    assert len(short["curve_loss"]) == 2 and len(full["curve_loss"]) == 4
+    assert short["final"] == pytest.approx(full["final"], rel=1e-6)  # same batches and steps
+
+    class Poison(torch.optim.SGD):
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.data.fill_(float("nan"))
+
+    r = experiment._train(lambda p, lr: Poison(p, lr=lr), 0.1, 0, data, cfg, curve=False)
+    assert r["diverged"] and math.isinf(r["final"]) and len(r["curve_loss"]) == 2
