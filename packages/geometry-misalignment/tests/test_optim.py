@@ -187,6 +187,11 @@ def test_bad_arguments_raise_clearly():
         opt.step(lambda: (p[0] ** 2).sum())
     with pytest.raises(ValueError, match="finite"):
         opt.step(lambda: ((p[0] * math.nan).sum(), p[0] * 1.0))
+    # a per-sample loss (not reduced) or a float: the message says what was given
+    with pytest.raises(TypeError, match=r"loss .*scalar tensor, got shape \(2,\)"):
+        opt.step(lambda: (p[0] ** 2, p[0] * 1.0))
+    with pytest.raises(TypeError, match=r"loss .*got float"):
+        CalibratedOptimizer(p).step(lambda: (1.0, p[0] * 1.0))
     with pytest.raises(ValueError, match="sample dimension"):
         opt.step(lambda: ((p[0] ** 2).sum(), p[0][:0] * 1.0))
     # outputs that do not depend on the parameters: G = 0, so a damped solve would step

@@ -98,7 +98,10 @@ def _call(closure: Closure | None, who: str) -> tuple[Tensor, Tensor]:
         )
     loss, outputs = out
     if not isinstance(loss, Tensor) or loss.dim() != 0:
-        raise TypeError(f"{who}: loss must be a scalar tensor")
+        got = f"shape {tuple(loss.shape)}" if isinstance(loss, Tensor) else type(loss).__name__
+        raise TypeError(
+            f"{who}: loss (the closure's first return value) must be a scalar tensor, got {got}"
+        )
     if not bool(torch.isfinite(loss.detach())):
         raise ValueError(f"{who}: loss is {float(loss)}; expected a finite value")
     return loss, outputs
