@@ -329,6 +329,8 @@ class CalibratedOptimizer(torch.optim.Optimizer):
                 "n_estimates": self.n_estimates,
                 "precond_lr": [g["precond_lr"] for g in self.param_groups],
                 "damping": [g["damping"] for g in self.param_groups],
+                # the Lanczos start vectors' generator: a reloaded run draws the same ones
+                "generator": self._gen.get_state(),
             },
         }
 
@@ -344,3 +346,5 @@ class CalibratedOptimizer(torch.optim.Optimizer):
         self.n_preconditioned = int(cal["n_preconditioned"])
         self.n_steps = int(cal["n_steps"])
         self.n_estimates = int(cal["n_estimates"])
+        if "generator" in cal:  # absent from state dicts of 0.1.0 before the second review
+            self._gen.set_state(cal["generator"])
