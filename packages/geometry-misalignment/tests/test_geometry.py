@@ -78,6 +78,21 @@ def test_lanczos_skips_the_null_space():
     assert (lmax, lmin) == (pytest.approx(4.0), pytest.approx(2.0))
 
 
+def test_lanczos_can_overestimate_kappa_with_a_null_space_until_converged():
+    # the README's caveat: Ritz values may fall between 0 and the smallest nonzero
+    # eigenvalue, so the "never exceeds" bound holds for nonsingular operators only
+    A = torch.diag(torch.tensor([4.0, 3.0, 2.0, 0.0, 0.0, 0.0], dtype=torch.float64))
+    ests = []
+    for s in range(50):
+        lmax, lmin = lanczos_extremes(
+            lambda v: A @ v, 6, n_iter=2, generator=torch.Generator().manual_seed(s)
+        )
+        ests.append(lmax / lmin)
+    assert min(ests) > 2.0 * (1 + 1e-9) and max(ests) > 100.0
+    lmax, lmin = lanczos_extremes(lambda v: A @ v, 6, n_iter=4)  # 3 nonzero + the zero
+    assert lmax / lmin == pytest.approx(2.0, rel=1e-9)
+
+
 def test_conjugate_gradient_solves_spd_system():
     g = torch.Generator().manual_seed(2)
     B = torch.randn(12, 12, generator=g, dtype=torch.float64)

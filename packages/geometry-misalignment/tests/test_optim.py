@@ -1,3 +1,4 @@
+import io
 import math
 
 import numpy as np
@@ -157,6 +158,49 @@ def test_calibrated_state_dict_round_trip():
     assert other.base.state_dict()["state"].keys() == opt.base.state_dict()["state"].keys()
 
 
+def _saved_and_reloaded(state):
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    buf.seek(0)
+    return torch.load(buf, weights_only=True)
+
+
+@pytest.mark.parametrize("kind", ["calibrated-adam", "calibrated-precond", "wng"])
+def test_state_dict_survives_torch_save_and_the_run_continues_identically(kind):
+    # kappa of this affine map is about 12: threshold 1e6 takes Adam steps (its moments
+    # must survive the round trip), threshold 3 preconditioned ones
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(40, 3, generator=g, dtype=torch.float64) * torch.tensor([1.0, 2.0, 3.3])
+    y = torch.randn(40, 2, generator=g, dtype=torch.float64)
+
+    def make(model):
+        if kind == "wng":
+            return WassersteinNaturalGradient(model.parameters(), lr=0.5, damping=1e-6)
+        threshold = 1e6 if kind == "calibrated-adam" else 3.0
+        return CalibratedOptimizer(model.parameters(), threshold=threshold, every=4, lr=1e-2)
+
+    a = torch.nn.Linear(3, 2).double()
+    opt = make(a)
+    for _ in range(5):
+        opt.step(_linear_closure(a, x, y))
+    b = torch.nn.Linear(3, 2).double()
+    b.load_state_dict(a.state_dict())
+    twin = make(b)
+    twin.load_state_dict(_saved_and_reloaded(opt.state_dict()))
+    if kind != "wng":
+        # the Lanczos start vectors continue too (the generator is part of the state)
+        assert torch.equal(twin._gen.get_state(), opt._gen.get_state())
+    for _ in range(7):  # crosses the estimates at steps 8 and 12
+        opt.step(_linear_closure(a, x, y))
+        twin.step(_linear_closure(b, x, y))
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-12)
+    if kind != "wng":
+        assert twin.n_steps == opt.n_steps == 12 and twin.n_estimates == opt.n_estimates == 3
+        assert twin.kappa == opt.kappa
+        assert twin.n_preconditioned == opt.n_preconditioned == (0 if "adam" in kind else 12)
+
+
 def test_wng_state_dict_round_trip_and_param_groups():
     a = torch.nn.Linear(2, 2).double()
     opt = WassersteinNaturalGradient(
@@ -187,6 +231,11 @@ def test_bad_arguments_raise_clearly():
         opt.step(lambda: (p[0] ** 2).sum())
     with pytest.raises(ValueError, match="finite"):
         opt.step(lambda: ((p[0] * math.nan).sum(), p[0] * 1.0))
+    # a per-sample loss (not reduced) or a float: the message says what was given
+    with pytest.raises(TypeError, match=r"loss .*scalar tensor, got shape \(2,\)"):
+        opt.step(lambda: (p[0] ** 2, p[0] * 1.0))
+    with pytest.raises(TypeError, match=r"loss .*got float"):
+        CalibratedOptimizer(p).step(lambda: (1.0, p[0] * 1.0))
     with pytest.raises(ValueError, match="sample dimension"):
         opt.step(lambda: ((p[0] ** 2).sum(), p[0][:0] * 1.0))
     # outputs that do not depend on the parameters: G = 0, so a damped solve would step

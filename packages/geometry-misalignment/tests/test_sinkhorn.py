@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from geometry_misalignment import SinkhornLoss, sinkhorn_divergence
+from geometry_misalignment import SinkhornLoss, sinkhorn_divergence, wasserstein2
 
 
 def _pot_sinkhorn_divergence(x, y, blur):
@@ -122,3 +122,37 @@ def test_bad_input_names_the_argument():
         SinkhornLoss(reduction="avg")
     with pytest.raises(TypeError, match="x must be float32"):
         sinkhorn_divergence(x.half(), x.half())  # was an overflow error deep in geomloss
+
+
+@pytest.mark.slow  # imports POT
+def test_wasserstein2_is_exact_on_a_translation_and_the_small_blur_limit():
+    pytest.importorskip("ot")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(30, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    shift = torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64)
+    value = wasserstein2(x, x.detach() + shift)
+    # a translation is transported by itself: W2^2 / 2 = |shift|^2 / 2, gradient -shift / n
+    assert float(value.detach()) == pytest.approx(float(shift @ shift) / 2, abs=1e-10)
+    value.backward()
+    torch.testing.assert_close(x.grad, (-shift / 30).expand(30, 3), rtol=1e-8, atol=1e-10)
+    y = torch.randn(25, 3, generator=g, dtype=torch.float64)
+    w2 = float(wasserstein2(x.detach(), y))
+    assert float(wasserstein2(y, y)) == pytest.approx(0.0, abs=1e-12)
+    # the Sinkhorn divergence tends to it as blur -> 0 (0.5% at blur 0.01 here)
+    s = float(sinkhorn_divergence(x.detach(), y, blur=0.01, scaling=0.99))
+    assert s == pytest.approx(w2, rel=0.02)
+    assert abs(s - w2) < abs(float(sinkhorn_divergence(x.detach(), y, blur=0.5)) - w2)
+
+
+def test_wasserstein2_bad_input_names_the_argument():
+    x = torch.randn(5, 2)
+    with pytest.raises(ValueError, match="dimension"):
+        wasserstein2(x, torch.randn(5, 3))
+    with pytest.raises(ValueError, match="empty"):
+        wasserstein2(torch.empty(0, 2), x)
+    with pytest.raises(ValueError, match="NaN"):
+        wasserstein2(torch.full((3, 2), math.nan), x)
+    with pytest.raises(TypeError, match="bfloat16"):
+        wasserstein2(x.bfloat16(), x.bfloat16())
+    with pytest.raises(TypeError, match="y"):
+        wasserstein2(x, np.ones((5, 2)))

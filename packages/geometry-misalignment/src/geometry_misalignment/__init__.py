@@ -3,7 +3,8 @@
 Public API: :func:`misalignment` (the condition number of the pulled-back Wasserstein
 metric), :class:`WassersteinNaturalGradient` (preconditioned steps),
 :class:`CalibratedOptimizer` (preconditions only when misalignment is high),
-:func:`sinkhorn_divergence` and :class:`SinkhornLoss` (geomloss, log domain).
+:func:`sinkhorn_divergence` and :class:`SinkhornLoss` (geomloss, log domain),
+:func:`wasserstein2` (exact OT cost through POT, optional).
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -19,7 +20,7 @@ from geometry_misalignment.optim import (
     WassersteinNaturalGradient,
     conjugate_gradient,
 )
-from geometry_misalignment.sinkhorn import SinkhornLoss, sinkhorn_divergence
+from geometry_misalignment.sinkhorn import SinkhornLoss, sinkhorn_divergence, wasserstein2
 
 try:
     __version__ = version("geometry-misalignment")
@@ -37,4 +38,5 @@ __all__ = [
     "metric_matrix",
     "misalignment",
     "sinkhorn_divergence",
+    "wasserstein2",
 ]

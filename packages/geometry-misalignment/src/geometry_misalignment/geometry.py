@@ -146,8 +146,11 @@ def lanczos_extremes(
 
     Full reorthogonalization, float64, random start. Ritz values lie inside the
     spectrum, so ``lmax`` is a lower bound of the largest and ``lmin`` an upper bound
-    of the smallest eigenvalue: the estimated ratio never exceeds the true one. With
-    as many iterations as distinct eigenvalues (or ``dim``) it is exact.
+    of the smallest eigenvalue: for a nonsingular operator the estimated ratio never
+    exceeds the true one. With a null space, an unconverged Ritz value can lie between
+    0 and the smallest nonzero eigenvalue (above ``rtol * lmax``), and the ratio can
+    then exceed the true one on the range. With as many iterations as distinct
+    eigenvalues (or ``dim``) it is exact.
 
     Args:
         matvec: ``v -> A v`` for float64 vectors of length ``dim``.

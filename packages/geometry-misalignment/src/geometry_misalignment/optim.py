@@ -98,7 +98,10 @@ def _call(closure: Closure | None, who: str) -> tuple[Tensor, Tensor]:
         )
     loss, outputs = out
     if not isinstance(loss, Tensor) or loss.dim() != 0:
-        raise TypeError(f"{who}: loss must be a scalar tensor")
+        got = f"shape {tuple(loss.shape)}" if isinstance(loss, Tensor) else type(loss).__name__
+        raise TypeError(
+            f"{who}: loss (the closure's first return value) must be a scalar tensor, got {got}"
+        )
     if not bool(torch.isfinite(loss.detach())):
         raise ValueError(f"{who}: loss is {float(loss)}; expected a finite value")
     return loss, outputs
@@ -326,6 +329,8 @@ class CalibratedOptimizer(torch.optim.Optimizer):
                 "n_estimates": self.n_estimates,
                 "precond_lr": [g["precond_lr"] for g in self.param_groups],
                 "damping": [g["damping"] for g in self.param_groups],
+                # the Lanczos start vectors' generator: a reloaded run draws the same ones
+                "generator": self._gen.get_state(),
             },
         }
 
@@ -341,3 +346,5 @@ class CalibratedOptimizer(torch.optim.Optimizer):
         self.n_preconditioned = int(cal["n_preconditioned"])
         self.n_steps = int(cal["n_steps"])
         self.n_estimates = int(cal["n_estimates"])
+        if "generator" in cal:  # absent from state dicts of 0.1.0 before the second review
+            self._gen.set_state(cal["generator"])
