@@ -222,3 +222,81 @@ def test_mean_curve_pads_unequal_curves_with_nan():
     np.testing.assert_allclose(v, [4.0, 3.0])
     q, v = experiment.mean_curve([])
     assert q.size == 0 and v.size == 0
+
+
+def test_train_records_test_accuracy_at_aligned_checkpoints():
+    data = experiment._data()
+    runs = {
+        m: experiment._train(m, lr, 0, data, queries=33 * 12, batch=16, acc_points=7)
+        for m, lr in (("BCCD", 1.0), ("SGD (first order)", 0.1))
+    }
+    for r in runs.values():
+        acc = r["acc_curve"]
+        assert len(acc) == 7
+        q = [a for a, _ in acc]
+        assert q[0] == 0 and q[-1] == 33 * 12 and all(np.diff(q) > 0)
+        assert all(0.0 <= v <= 1.0 for _, v in acc)
+        assert acc[-1][1] == pytest.approx(r["acc"], abs=1e-12)  # the final accuracy
+        assert len(r["curve"]) == 12  # the loss curve keeps its own marks
+    # the same query counts for every method at the same budget (curves align)
+    assert [a for a, _ in runs["BCCD"]["acc_curve"]] == [
+        a for a, _ in runs["SGD (first order)"]["acc_curve"]
+    ]
+    # fewer steps than checkpoints: no duplicates; none asked: none recorded
+    r = experiment._train("BCCD", 1.0, 0, data, queries=33 * 3, batch=16, acc_points=7)
+    assert [a for a, _ in r["acc_curve"]] == [0, 33, 66, 99]
+    r0 = experiment._train("BCCD", 1.0, 0, data, queries=33 * 3, batch=16, acc_points=0)
+    assert r0["acc_curve"] == []
+    # evaluating consumes no random numbers: the same run, the same losses
+    assert r0["final"] == pytest.approx(r["final"], abs=1e-12)
+    np.testing.assert_allclose(np.array(r0["curve"]), np.array(r["curve"]), rtol=0, atol=1e-12)
+
+
+def _fake_runs(methods, n_seeds=2, diverge=None):
+    rng = np.random.default_rng(0)
+    out = {}
+    for m in methods:
+        runs = []
+        for s in range(n_seeds):
+            n = 3 if (m == diverge and s == 0) else 7  # a diverged run stops early
+            q = [33 * 10 * i for i in range(n)]
+            runs.append(
+                {
+                    "init": 2.3,
+                    "curve": [(a, 2.3 * 0.8**i) for i, a in enumerate(q)],
+                    "acc_curve": [(a, float(v)) for a, v in zip(q, rng.random(n), strict=True)],
+                }
+            )
+        out[m] = runs
+    return out
+
+
+def test_figures_build_one_panel_per_model_with_a_fixed_colour_per_method():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    assert set(experiment.COLOURS) == set(experiment.METHODS)
+    assert len(set(experiment.COLOURS.values())) == len(experiment.COLOURS)  # all distinct
+    panels = [
+        ("mlp-digits", _fake_runs(list(experiment.METHODS), diverge="BCCD")),
+        ("mlp-mnist", _fake_runs(list(experiment.MNIST_METHODS))),
+    ]
+    for key in ("curve", "acc_curve"):
+        fig = experiment.curve_figure(panels, key, 2)
+        axes = fig.axes
+        assert len(axes) == 2
+        for ax, (_, rr) in zip(axes, panels, strict=True):
+            lines = {ln.get_label(): ln for ln in ax.get_lines()}
+            for m in rr:
+                assert to_hex(lines[m].get_color()) == experiment.COLOURS[m]
+                assert len(lines[m].get_xdata()) == 7  # the longest run's checkpoints
+            if key == "acc_curve":
+                assert ax.get_ylim() == (0.0, 1.0)
+                y = np.asarray(lines["BCCD"].get_ydata(), dtype=float)
+                assert np.all((y >= 0) & (y <= 1))
+        plt.close(fig)
+    with pytest.raises(ValueError, match="key"):
+        experiment.curve_figure(panels, "loss", 2)

@@ -25,6 +25,7 @@ K = 32  # block size / directions: k + 1 = 33 queries per step for every ZO meth
 H = 1e-2  # finite-difference step of the main comparison
 VALIDATION_SEED = 1000
 HIDDEN = 32
+ACC_POINTS = 7  # test-accuracy checkpoints per test-seed run (evenly spaced steps, 0 included)
 
 
 # glibc mallopt parameters (malloc.h)
@@ -77,6 +78,22 @@ METHODS: dict[str, tuple[tuple[float, float], str]] = {
     "SPSA (k directions)": ((-2.5, -0.5), "zo"),
     "SGD (first order)": ((-1.5, 0.5), "fo"),
     "Adam (first order)": ((-3.5, -1.5), "fo"),
+}
+
+# method -> colour, the same in every figure and panel (matplotlib's tab10 and black: 11
+# methods, one more than the default colour cycle, which gave Adam CoCD's colour).
+COLOURS: dict[str, str] = {
+    "CoCD": "#1f77b4",
+    "CoCD + momentum 0.9": "#ff7f0e",
+    "CoCD normalized": "#2ca02c",
+    "CoCD, permuted order": "#d62728",
+    "BCCD": "#9467bd",
+    "BCCD, permuted order": "#8c564b",
+    "random coordinate": "#e377c2",
+    "random subspace": "#7f7f7f",
+    "SPSA (k directions)": "#bcbd22",
+    "SGD (first order)": "#17becf",
+    "Adam (first order)": "#000000",
 }
 
 
@@ -450,12 +467,20 @@ def _train(
     h: float = H,
     dtype: str = "float32",
     n_points: int = 12,
+    acc_points: int = ACC_POINTS,
     device: str = "cpu",
     model: str = "mlp-digits",
     width: int = RESNET_WIDTH,
 ) -> dict[str, Any]:
-    """One run; returns final train loss, test accuracy, the curve and (CoCD) smoothness.
+    """One run; returns final train loss, test accuracy, the curves and (CoCD) smoothness.
 
+    ``curve`` holds ``(queries, train loss)`` at ``n_points`` evenly spaced steps and
+    ``acc_curve`` ``(queries, test accuracy)`` at ``acc_points`` evenly spaced steps
+    (``0`` and the last step included; fewer if they coincide, none for ``0``), both
+    only up to where a diverged run stopped. The checkpoints depend only on the number
+    of steps, so every method at the same budget has the same ones. Evaluations are not
+    loss queries and use no random numbers (the run's losses do not depend on them);
+    the test set goes through the model in one batched forward (chunks of 1000 rows).
     ``model`` is a key of :data:`MODELS` (``data`` must be its dataset); ``width`` is the
     ResNet's (the tests run the full scale's code path with a tiny one).
     """
@@ -475,6 +500,7 @@ def _train(
     steps = queries // (K + 1)
     gen = torch.Generator().manual_seed(seed)
     marks = set(np.unique(np.linspace(0, steps, n_points).astype(int)).tolist())
+    acc_marks = set(np.unique(np.linspace(0, steps, acc_points).astype(int)).tolist())
 
     def train_loss() -> float:
         with torch.no_grad():  # in chunks of 1000 (the ResNet's activations)
@@ -484,7 +510,16 @@ def _train(
             )
             return tot / len(ytr)
 
+    def test_acc() -> float:
+        with torch.no_grad():  # the whole test set at once (chunks of 1000: the ResNet)
+            hits = sum(
+                int((model(Xte[i : i + 1000]).argmax(1) == yte[i : i + 1000]).sum())
+                for i in range(0, len(yte), 1000)
+            )
+            return hits / len(yte)
+
     curve: list[tuple[int, float]] = []
+    acc_curve: list[tuple[int, float]] = []
     init = train_loss()
     smooth: list[float] = []
     snap: tuple[Any, Any] | None = None
@@ -494,6 +529,8 @@ def _train(
     for t in range(steps + 1):
         if t in marks:
             curve.append((t * (K + 1), train_loss()))
+        if t in acc_marks:
+            acc_curve.append((t * (K + 1), test_acc()))
         if t == steps:
             break
         idx = torch.randint(0, len(ytr), (batch,), generator=gen).to(device)
@@ -525,18 +562,14 @@ def _train(
         final = init  # a diverged run is worth no more than stopping at once
         acc = float("nan")
     else:
-        with torch.no_grad():
-            hits = sum(
-                int((model(Xte[i : i + 1000]).argmax(1) == yte[i : i + 1000]).sum())
-                for i in range(0, len(yte), 1000)
-            )
-            acc = hits / len(yte)
+        acc = test_acc()
     queries_used = getattr(opt, "queries", None)
     return {
         "final": final,
         "init": init,
         "acc": acc,
         "curve": curve,
+        "acc_curve": acc_curve,
         "smooth": float(np.median(smooth)) if smooth else float("nan"),
         "diverged": diverged,
         "steps": steps,
@@ -565,6 +598,47 @@ def mean_curve(curves: list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.nd
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a column of NaN only: NaN
         return q[longest].copy(), np.nanmean(v, axis=0)
+
+
+def curve_figure(
+    panels: list[tuple[str, dict[str, list[dict[str, Any]]]]],
+    key: str,
+    n_seeds: int,
+) -> Any:
+    """One figure, one panel per model: the mean over test seeds of each method's curve.
+
+    ``panels`` holds ``(model, {method: [run of each test seed]})``; ``key`` is
+    ``"curve"`` (train loss, log scale, with the initial loss) or ``"acc_curve"`` (test
+    accuracy, with chance 0.1). Means by :func:`mean_curve` (a diverged run's curve
+    stops where it stopped; later points are the mean of the runs still going). Colours
+    from :data:`COLOURS`; first-order references dashed.
+    """
+    import matplotlib.pyplot as plt
+
+    if key not in ("curve", "acc_curve"):
+        raise ValueError(f"key must be 'curve' or 'acc_curve', got {key!r}")
+    acc = key == "acc_curve"
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    for ax, (model, rr) in zip(axes[0], panels, strict=True):
+        for m in rr:
+            q, v = mean_curve([r[key] for r in rr[m]])
+            style = "--" if METHODS[m][1] == "fo" else "-"
+            ax.plot(q, v, style, color=COLOURS[m], label=m, marker="o" if acc else None, ms=3)
+        if acc:
+            ax.axhline(0.1, color="grey", lw=0.8, label="chance (0.1)")
+            ax.set_ylabel("test accuracy")
+            ax.set_ylim(0.0, 1.0)
+        else:
+            first = next(iter(rr.values()))
+            init = float(np.mean([r["init"] for r in first]))
+            ax.axhline(init, color="grey", lw=0.8, label="initial loss")
+            ax.set_ylabel("train loss (full train set)")
+            ax.set_yscale("log")
+        ax.set_xlabel("loss queries (first order: steps x 33)")
+        ax.set_title(f"{MODELS[model][0]}, mean over {n_seeds} test seeds", fontsize=9)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
 
 
 def _count_queries(model: str, steps: int = 3) -> dict[str, Any]:
@@ -706,7 +780,11 @@ def _compare(
     val: dict[str, list[tuple[float, dict[str, Any]]]] = {m: [] for m in names}
     out = _map(
         ctx,
-        [((m, lr, VALIDATION_SEED, data), dict(model=model, **kw)) for m, lr in jobs],
+        # no accuracy checkpoints on the validation seed (only the final loss is read)
+        [
+            ((m, lr, VALIDATION_SEED, data), dict(model=model, **{**kw, "acc_points": 0}))
+            for m, lr in jobs
+        ],
         f"{label}: lr grid (validation seed)",
         pool,
     )
@@ -1076,29 +1154,11 @@ def _run_in(ctx: RunContext, pool: Any) -> Result:
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
         panels = [("mlp-digits", res), *((m, o["res"]) for m, o in mnist_out.items())]
-        fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-        for ax, (model, rr) in zip(axes[0], panels, strict=True):
-            for m in rr:
-                q, v = mean_curve([r["curve"] for r in rr[m]])
-                style = "--" if METHODS[m][1] == "fo" else "-"
-                ax.plot(q, v, style, label=m)
-            first = next(iter(rr.values()))
-            ax.axhline(
-                float(np.mean([r["init"] for r in first])),
-                color="grey",
-                lw=0.8,
-                label="initial loss",
-            )
-            ax.set_xlabel("loss queries (first order: steps x 33)")
-            ax.set_ylabel("train loss (full train set)")
-            ax.set_yscale("log")
-            ax.set_title(f"{MODELS[model][0]}, mean over {n} test seeds", fontsize=9)
-            ax.legend(fontsize=6)
-        fig.tight_layout()
-        figures.append(ctx.save_figure(fig, "loss_vs_queries"))
+        for key, fname in (("curve", "loss_vs_queries"), ("acc_curve", "accuracy_vs_queries")):
+            fig = curve_figure(panels, key, n)
+            figures.append(ctx.save_figure(fig, fname))  # saves and closes it
     except ImportError:  # pragma: no cover - plot extra not installed
         pass
 
@@ -1111,6 +1171,12 @@ def _run_in(ctx: RunContext, pool: Any) -> Result:
             "queries are counted by the optimizers.",
             "'CoCD normalized' is exactly CoCD at lr / n_blocks (n_blocks = 76); it gets "
             "BCCD's lr grid, so it is the CoCD variant at BCCD's step-size scale.",
+            f"Test accuracy vs queries (figure accuracy_vs_queries): {ACC_POINTS} evenly "
+            "spaced checkpoints per test-seed run (step 0 and the last included, the same "
+            "for every method of a model), on the test split of the final accuracy; "
+            "evaluations are not counted as queries. Both figures: mean over the test "
+            "seeds; a run that diverged stops, and later points average the runs still "
+            "going (the tables count a diverged run as its initial loss).",
             "Smoothness: ||g_s - g_{s-1}|| / ||x_s - x_{s-1}|| between consecutive sweep ends "
             "(g: CoCD's full estimate), median over the run.",
             "MNIST-5k models: "
@@ -1123,6 +1189,7 @@ def _run_in(ctx: RunContext, pool: Any) -> Result:
             "chosen_lr": chosen,
             "final": fin,
             "curves": {m: [r["curve"] for r in res[m]] for m in names},
+            "acc_curves": {m: [r["acc_curve"] for r in res[m]] for m in names},
             "validation": validation,
             "mnist": {
                 model: {
@@ -1130,6 +1197,7 @@ def _run_in(ctx: RunContext, pool: Any) -> Result:
                     "final": mfin[model],
                     "validation": out["validation"],
                     "curves": {m: [r["curve"] for r in out["res"][m]] for m in out["res"]},
+                    "acc_curves": {m: [r["acc_curve"] for r in out["res"][m]] for m in out["res"]},
                 }
                 for model, out in mnist_out.items()
             },
