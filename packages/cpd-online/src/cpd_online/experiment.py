@@ -151,9 +151,7 @@ def _suffix_token(tok: Any, prompt: str, char: int, n_user: int) -> int:
     return min(idx, n_user - 1)
 
 
-def _streams(
-    ctx: RunContext, n_per_family: int, n_benign: int
-) -> tuple[dict, list, float, str]:
+def _streams(ctx: RunContext, n_per_family: int, n_benign: int) -> tuple[dict, list, float, str]:
     """Prompts and their entropy streams, cached on disk (key: every input)."""
     import torch
     from icml26_core.datasets.cache import cached_arrays
@@ -263,11 +261,15 @@ def guard_scores(model: Any, tok: Any, prompts: list[str], batch_size: int = 8) 
             mask[r, width - len(enc[i]) :] = 1
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         with torch.no_grad():
-            logits = model(
-                input_ids=ids.to(device),
-                attention_mask=mask.to(device),
-                position_ids=pos.to(device),
-            ).logits[:, -1].double()
+            logits = (
+                model(
+                    input_ids=ids.to(device),
+                    attention_mask=mask.to(device),
+                    position_ids=pos.to(device),
+                )
+                .logits[:, -1]
+                .double()
+            )
         score = torch.logsumexp(logits[:, yes], -1) - torch.logsumexp(logits[:, no], -1)
         out[rows] = score.cpu().numpy()
     return out
@@ -289,7 +291,7 @@ def gate_stream(
         raise ValueError(f"benign_share must be in (0, 1), got {benign_share}")
     benign = np.flatnonzero(test & (labels == 0))
     attacks = np.flatnonzero(test & (labels == 1))
-    n_att = max(1, int(round(benign.size * (1 - benign_share) / benign_share)))
+    n_att = max(1, round(benign.size * (1 - benign_share) / benign_share))
     if n_att > attacks.size:
         raise ValueError(f"the stream needs {n_att} test attacks, only {attacks.size} exist")
     picked = rng.choice(attacks, n_att, replace=False)
@@ -503,6 +505,7 @@ def _gate_section(
         gated[name] = {"clear_below": thr, "called": called_s, "hit": flags_a}
     guard_hit = guard_flags[attacks]
     n_b = int((labels[stream] == 0).sum())
+    g_auc = float(_auroc(g[test], labels[test]))
     cols = ["gate", "guard calls", "calls saved", "recall (test attacks)", "stream FPR"]
     gate_table = Table(
         f"Guard gate on a {GATE_BENIGN_SHARE:.0%}-benign test stream (n = {stream.size}: "
@@ -511,7 +514,9 @@ def _gate_section(
         [*cols, "clear below"],
         note="A prompt skips the guard when the detector scores it below every calibration "
         "attack; the gate's flag is the guard's on the prompts it sends. Random gate: sends "
-        "each prompt with probability equal to the CPD k=0 gate's call rate.",
+        "each prompt with probability equal to the CPD k=0 gate's call rate. The guard's "
+        f"own test AUROC (all {int(test.sum())} test prompts): {g_auc:.3f}; its recall on "
+        f"the test attacks at its threshold: {float(guard_flags[attacks].mean()):.3f}.",
     )
 
     def row(name: str, called: np.ndarray, hit: np.ndarray, thr: float | None) -> None:
@@ -584,7 +589,7 @@ def _gate_section(
         "gate_stream_n": int(stream.size),
         "gate_stream_benign": n_b,
         "guard_recall_test": float(guard_hit.mean()),
-        "guard_auroc_test": float(_auroc(g[test], labels[test])),
+        "guard_auroc_test": g_auc,
     }
     return gate_table, claims, data
 
