@@ -334,7 +334,7 @@ def run_gate(
         return guard_flags[idx]
 
     gate = GuardGate(_Scores(scores), guard, clear_below=clear_below)
-    flags = gate.predict(items, prompts=list(items))
+    flags = gate.predict(list(items), prompts=list(items))
     called = np.isin(items, np.asarray(sent, dtype=np.int64))
     return flags, called
 
@@ -497,7 +497,7 @@ def _gate_section(
     stream = gate_stream(labels, test, ctx.rng(11), GATE_BENIGN_SHARE)
     attacks = np.flatnonzero(test & (labels == 1))
     cal_att = calib & (labels == 1)
-    gated = {}
+    gated: dict[str, dict[str, Any]] = {}
     for name in ("CPD k=0", best_k, best_w):
         thr = clear_threshold(dets[name]["scores"], cal_att)
         _, called_s = run_gate(dets[name]["scores"], thr, guard_flags, stream)
@@ -760,7 +760,11 @@ def run(ctx: RunContext) -> Result:
     claims.extend(gate_claims)
     cpd_det = CPDClassifier()
     mu0, sigma0 = _baseline(streams[0])
-    seg = {"benign user tokens": [], "behaviour tokens": [], "suffix tokens": []}
+    seg: dict[str, list[np.ndarray]] = {
+        "benign user tokens": [],
+        "behaviour tokens": [],
+        "suffix tokens": [],
+    }
     for i, s in enumerate(streams):
         z = cpd_det.standardized(s)
         if labels[i] == 0:
