@@ -29,5 +29,5 @@ def test_vectorized_metrics_match_sklearn():
 @pytest.mark.slow  # loads SmolLM2 and streams ~30 prompts: minutes on a loaded 2-core machine
 def test_experiment_smoke(tmp_path):
     result = check_experiment("cpd-online", tmp_path)
-    assert len(result.claims) == 5
+    assert len(result.claims) == 7
     assert {r["detector"] for r in result.tables[0].rows} >= {"CPD k=0", "floor: random score"}
