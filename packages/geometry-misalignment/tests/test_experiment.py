@@ -26,3 +26,11 @@ def test_experiment_smoke(tmp_path):
     assert len(result.claims) == 6
     wng = result.data["part1_wine"]["iters"]["wng"]
     assert all(v is not None for vs in wng.values() for v in vs)
+    # part 1's tables time every run; the overhead table has its floor row first
+    cpu = result.data["part1_wine"]["cpu_s"]
+    assert all(t > 0 for vs in cpu["wng"].values() for t in vs)
+    t1 = next(t for t in result.tables if t.title.startswith("part 1 (wine,"))
+    assert {"GD CPU s", "Adam CPU s", "WNG CPU s", "calibrated CPU s"} <= set(t1.columns)
+    t_time = next(t for t in result.tables if t.title.startswith("overhead"))
+    assert t_time.column("method") == ["no update (floor)", "Adam", "calibrated"]
+    assert t_time.column("x Adam")[1] == pytest.approx(1.0)

@@ -109,3 +109,33 @@ def test_part_worker_runs_in_a_spawned_process():
     with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
         tables, data = pool.submit(ex._part_worker, "autompg", ("smoke", "cpu", 0), [0, 1]).result()
     assert "part3" in data and tables
+
+
+def test_overhead_times_adam_calibrated_and_the_floor_in_the_same_rounds():
+    times, steps = ex._overhead(RunContext(scale="smoke"))
+    assert steps == 3
+    assert set(times) == {"adam", "calibrated", "floor"}
+    assert all(len(v) == 2 for v in times.values())  # one time per round each: paired
+    assert all(t > 0 for v in times.values() for t in v)
+
+
+class _ExtraSeedsAtSmokeSize(RunContext):
+    """Part 2 at smoke sizes but with both feature regimes and one extra raw seed."""
+
+    def pick(self, smoke, default, full=None):
+        if default == ex.EXTRA_SEEDS_RAW and smoke == 0:
+            return 1
+        if default == ("raw", "standardized"):
+            return default
+        return smoke
+
+
+@pytest.mark.slow
+def test_part2_extra_seeds_go_to_the_raw_regime_only():
+    tables, data = ex._part("mnist", _ExtraSeedsAtSmokeSize(scale="smoke"), [0, 1])
+    p = data["part2"]
+    assert p["seeds_raw"] == [0, 1, 2] and p["seeds"] == [0, 1]
+    assert all(len(v) == 3 for v in p["accuracy"]["raw"].values())
+    assert all(len(v) == 2 for v in p["accuracy"]["standardized"].values())
+    raw, std = tables
+    assert set(raw.column("n")) == {3} and set(std.column("n")) == {2}
