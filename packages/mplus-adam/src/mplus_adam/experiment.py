@@ -342,11 +342,11 @@ def _unigram_floor(data: dict[str, Any]) -> tuple[float, float]:
 
 def run_lm(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
     """The language-model part: AdamW fp32 master vs low-precision masters."""
-    n_seeds = ctx.pick(smoke=3, default=5, full=10)
+    n_seeds = ctx.pick(smoke=5, default=5, full=10)
     steps = ctx.pick(smoke=6, default=128, full=2000)
     batch = ctx.pick(smoke=4, default=8, full=16)
     seq_len = ctx.pick(smoke=32, default=64, full=128)
-    eval_batches = ctx.pick(smoke=2, default=8, full=32)
+    eval_batches = ctx.pick(smoke=2, default=16, full=32)
     size = ctx.pick(smoke="1M", default="1M", full="30M")
     formats = ctx.pick(smoke=("bf16",), default=("bf16",), full=("bf16", "fp8_e4m3"))
     lr_grid = ctx.pick(smoke=(1e-2,), default=LM_LR_GRID, full=LM_LR_GRID)
