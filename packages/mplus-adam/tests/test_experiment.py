@@ -1,8 +1,21 @@
 import math
 
+import numpy as np
 import pytest
+import torch
 from icml26_core.testing import check_experiment
-from mplus_adam.experiment import KAHAN, METHODS, REFERENCE, _data, train
+from mplus_adam import MPlusAdam
+from mplus_adam.experiment import (
+    KAHAN,
+    LM_METHODS,
+    METHODS,
+    REFERENCE,
+    _BothRates,
+    _data,
+    _unigram_floor,
+    train,
+    train_lm_run,
+)
 
 
 def test_train_runs_every_method():
@@ -22,3 +35,69 @@ def test_train_runs_every_method():
 def test_experiment_smoke(tmp_path):
     result = check_experiment("mplus-adam", tmp_path)
     assert len(result.claims) >= 3
+
+
+def _tiny_lm_data():
+    rng = np.random.default_rng(0)
+    return {
+        "train": rng.integers(0, 256, 4000),
+        "tune": rng.integers(0, 256, 600),
+        "test": rng.integers(0, 256, 600),
+    }
+
+
+def test_lm_run_every_method_and_bytes():
+    pytest.importorskip("transformers")
+    data = _tiny_lm_data()
+    out = {}
+    for method, fmt in [(REFERENCE, "fp32")] + [(m, "bf16") for m in LM_METHODS]:
+        out[method] = train_lm_run(
+            method,
+            fmt,
+            seed=0,
+            data=data,
+            lr=1e-2,
+            lr_mult=1e-2,
+            steps=3,
+            batch=2,
+            seq_len=16,
+            eval_batches=1,
+        )
+        # random bytes: the loss stays near ln 256, far from 0
+        assert 4.0 < out[method]["loss"] < 7.0, method
+    assert math.isclose(out[REFERENCE]["weight_bytes_per_param"], 4.0, rel_tol=1e-6)
+    assert math.isclose(out["M+Adam combined"]["weight_bytes_per_param"], 2.0, rel_tol=1e-6)
+    with pytest.raises(ValueError, match="method"):
+        train_lm_run(
+            "Madam",
+            "bf16",
+            seed=0,
+            data=data,
+            lr=1e-2,
+            lr_mult=1e-2,
+            steps=1,
+            batch=2,
+            seq_len=16,
+            eval_batches=1,
+        )
+
+
+def test_both_rates_schedule_scales_lr_mult_with_lr():
+    w = torch.zeros(4, requires_grad=True)
+    opt = MPlusAdam([w], lr=1e-2, lr_mult=3e-2, master_format="fp32")
+    sched = _BothRates(opt, total_steps=20)
+    ratios = []
+    for _ in range(20):
+        g = opt.param_groups[0]
+        ratios.append(g["lr_mult"] / 3e-2 - g["lr"] / 1e-2)
+        sched.step()
+    assert max(abs(r) for r in ratios) < 1e-9
+    g = opt.param_groups[0]
+    assert g["lr"] < 0.2 * 1e-2 and g["lr_mult"] < 0.2 * 3e-2  # decayed to 0.1x
+
+
+def test_unigram_floor_below_uniform():
+    data = {"train": np.array([0, 0, 0, 1] * 100_000), "test": np.array([0, 0, 1, 0] * 10)}
+    uniform, unigram = _unigram_floor(data)
+    assert math.isclose(uniform, math.log(256), rel_tol=1e-12)
+    assert unigram < 1.0 < uniform

@@ -25,7 +25,12 @@ from typing import Any
 import numpy as np
 from icml26_core import Claim, Experiment, Result, RunContext, Table
 
-LR_GRID = (1e-3, 3e-3, 1e-2)
+LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2)
+# The LM part (tiny Llama on Shakespeare bytes): its own grid, tuned on AdamW at fp32.
+LM_LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2)
+LM_LR_MULT_GRID = (3e-3, 1e-2, 3e-2, 1e-1)
+LM_METHODS = ("Adam-nearest", "Adam-stochastic", "M+Adam combined")
+LM_BETAS = (0.9, 0.95)
 # Relative steps must exceed half a relative ulp to survive nearest rounding
 # (2^-9 = 0.002 in bf16): the grid starts above it (ours).
 LR_MULT_GRID = (3e-3, 1e-2, 3e-2)
@@ -218,6 +223,283 @@ def _setting(method: str, tuned: dict[str, dict[str, float]]) -> tuple[float, fl
     return tuned["adam"]["lr"], 0.0
 
 
+class _BothRates:
+    """Warm-up + cosine on ``lr`` and, by the same factor, on ``lr_mult``.
+
+    The core's ``cosine_schedule`` (a LambdaLR) scales ``lr`` only.
+    """
+
+    def __init__(self, optimizer: Any, total_steps: int) -> None:
+        from icml26_core.lm import cosine_schedule
+
+        self.sched = cosine_schedule(
+            optimizer, warmup_steps=max(1, total_steps // 10), total_steps=total_steps
+        )
+        self.groups = optimizer.param_groups
+        self.mult0 = [g.get("lr_mult", 0.0) for g in self.groups]
+        self._sync()
+
+    def _sync(self) -> None:
+        for g, m0 in zip(self.groups, self.mult0, strict=True):
+            if "lr_mult" in g:
+                g["lr_mult"] = m0 * g["lr"] / g["initial_lr"]
+
+    def step(self) -> None:
+        self.sched.step()
+        self._sync()
+
+
+def _lm_optimizer(method: str, fmt: str, params: Any, lr: float, lr_mult: float, seed: int) -> Any:
+    import torch
+
+    from mplus_adam import LowPrecisionAdam, MPlusAdam
+
+    common = dict(
+        betas=LM_BETAS, master_format=fmt, block_size=32, moment_dtype=torch.float32, seed=seed
+    )
+    if method == REFERENCE:
+        return torch.optim.AdamW(params, lr=lr, betas=LM_BETAS, weight_decay=0.0)
+    if method == "Adam-nearest":
+        return LowPrecisionAdam(params, lr=lr, rounding="nearest", **common)
+    if method == "Adam-stochastic":
+        return LowPrecisionAdam(params, lr=lr, rounding="stochastic", **common)
+    if method == "M+Adam combined":
+        return MPlusAdam(params, lr=lr, lr_mult=lr_mult, mode="combined", **common)
+    raise ValueError(f"method must be one of {(REFERENCE, *LM_METHODS)}, got {method!r}")
+
+
+def lm_data(n_val: int | None = None) -> dict[str, Any]:
+    """Shakespeare bytes: the train split and the validation split cut in two halves.
+
+    The first half is for tuning, the second for the verdicts (``n_val`` caps each half).
+    """
+    from icml26_core.datasets import load_text
+
+    corpus = load_text("shakespeare")
+    train_tok, val = corpus.tokens("train"), corpus.tokens("validation")
+    half = len(val) // 2
+    n = half if n_val is None else min(half, n_val)
+    return {"train": train_tok, "tune": val[:n], "test": val[half : half + n]}
+
+
+def train_lm_run(
+    method: str,
+    fmt: str,
+    *,
+    seed: int,
+    data: dict[str, Any],
+    lr: float,
+    lr_mult: float,
+    steps: int,
+    batch: int,
+    seq_len: int,
+    eval_batches: int,
+    size: str = "1M",
+    eval_split: str = "test",
+) -> dict[str, Any]:
+    """Train ``tiny_llama(size)`` through the core's ``train_lm``.
+
+    The forward runs in fp32 on the stored values. Returns the final loss on
+    ``eval_split`` (nats/byte) and the master bytes per parameter.
+    """
+    from icml26_core.lm import tiny_llama, train_lm
+
+    from mplus_adam import state_bytes
+
+    model = tiny_llama(size, vocab_size=256, seed=seed, max_seq_len=max(seq_len, 64))
+    opt = _lm_optimizer(method, fmt, list(model.parameters()), lr, lr_mult, seed)
+    hist = train_lm(
+        model,
+        data["train"],
+        data[eval_split],
+        steps=steps,
+        batch_size=batch,
+        seq_len=seq_len,
+        optimizer=opt,
+        scheduler=lambda o: _BothRates(o, steps),
+        eval_every=steps,
+        eval_batches=eval_batches,
+        seed=seed,
+    )
+    loss = float(hist.val_loss[-1]) if not hist.diverged else float("nan")
+    if not math.isfinite(loss):
+        loss = float("nan")
+    n_params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    return {
+        "loss": loss,
+        "diverged": bool(hist.diverged),
+        "weight_bytes_per_param": state_bytes(opt)["master"] / n_params,
+        "n_params": n_params,
+    }
+
+
+def _unigram_floor(data: dict[str, Any]) -> tuple[float, float]:
+    """(uniform byte loss ln 256, unigram cross-entropy on the test half; add-one counts)."""
+    counts = np.bincount(np.asarray(data["train"]), minlength=256).astype(float) + 1.0
+    logp = np.log(counts / counts.sum())
+    test = np.asarray(data["test"])
+    return math.log(256.0), float(-logp[test].mean())
+
+
+def run_lm(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
+    """The language-model part: AdamW fp32 master vs low-precision masters."""
+    n_seeds = ctx.pick(smoke=5, default=5, full=10)
+    steps = ctx.pick(smoke=6, default=128, full=2000)
+    batch = ctx.pick(smoke=4, default=8, full=16)
+    seq_len = ctx.pick(smoke=32, default=64, full=128)
+    eval_batches = ctx.pick(smoke=2, default=16, full=32)
+    size = ctx.pick(smoke="1M", default="1M", full="30M")
+    formats = ctx.pick(smoke=("bf16",), default=("bf16",), full=("bf16", "fp8_e4m3"))
+    lr_grid = ctx.pick(smoke=(1e-2,), default=LM_LR_GRID, full=LM_LR_GRID)
+    mult_grid = ctx.pick(smoke=(1e-2,), default=LM_LR_MULT_GRID, full=LM_LR_MULT_GRID)
+    data = lm_data(n_val=ctx.pick(smoke=4096, default=None, full=None))
+    kw = dict(
+        data=data, steps=steps, batch=batch, seq_len=seq_len, eval_batches=eval_batches, size=size
+    )
+
+    def score(method: str, lr: float, lr_mult: float) -> float:
+        vals = [
+            train_lm_run(method, "fp32", seed=s, lr=lr, lr_mult=lr_mult, eval_split="tune", **kw)[
+                "loss"
+            ]
+            for s in TUNING_SEEDS
+        ]
+        return float(np.nanmean(vals)) if not all(np.isnan(vals)) else float("inf")
+
+    lr_scores = {lr: score(REFERENCE, lr, 0.0) for lr in ctx.progress(lr_grid, "LM: tuning lr")}
+    best_lr = min(lr_scores, key=lambda k: lr_scores[k])
+    mult_scores = {
+        m: score("M+Adam combined", best_lr, m) for m in ctx.progress(mult_grid, "LM: lr_mult")
+    }
+    best_mult = min(mult_scores, key=lambda k: mult_scores[k])
+    # M+Adam at fp32 too: is its gain from rounding or from its update rule? (claim 8)
+    runs = [(REFERENCE, "fp32"), ("M+Adam combined", "fp32")]
+    runs += [(m, f) for f in formats for m in LM_METHODS]
+    res: dict[tuple[str, str], list[dict[str, Any]]] = {r: [] for r in runs}
+    for (method, fmt), seed in ctx.progress(
+        [(r, s) for s in range(n_seeds) for r in runs], "LM: training runs"
+    ):
+        mult = best_mult if method.startswith("M+Adam") else 0.0
+        res[(method, fmt)].append(
+            train_lm_run(method, fmt, seed=seed, lr=best_lr, lr_mult=mult, **kw)
+        )
+    uniform, unigram = _unigram_floor(data)
+
+    def col(method: str, fmt: str) -> list[float]:
+        return [r["loss"] for r in res[(method, fmt)]]
+
+    ref = col(REFERENCE, "fp32")
+    table = Table(
+        f"Language model: tiny_llama({size!r}) on Shakespeare bytes, {steps} steps of "
+        f"{batch}x{seq_len} bytes: final held-out validation loss (nats/byte), mean over seeds",
+        [
+            "format",
+            "method",
+            "lr",
+            "lr_mult",
+            "val loss",
+            "gap to fp32 AdamW",
+            "diverged",
+            "weight bytes/param",
+            "n",
+        ],
+    )
+    for name, val in (("uniform bytes (floor)", uniform), ("unigram bytes (floor)", unigram)):
+        table.add_row(
+            format="-",
+            method=name,
+            lr=0.0,
+            lr_mult=0.0,
+            **{
+                "val loss": val,
+                "gap to fp32 AdamW": val - float(np.mean(ref)),
+                "diverged": 0,
+                "weight bytes/param": float("nan"),
+                "n": 1,
+            },
+        )
+    for method, fmt in runs:
+        loss = col(method, fmt)
+        table.add_row(
+            format=fmt,
+            method=method,
+            lr=best_lr,
+            lr_mult=best_mult if method.startswith("M+Adam") else 0.0,
+            **{
+                "val loss": float(np.nanmean(loss)),
+                "gap to fp32 AdamW": float(np.nanmean(loss) - np.mean(ref)),
+                "diverged": sum(r["diverged"] for r in res[(method, fmt)]),
+                "weight bytes/param": res[(method, fmt)][0]["weight_bytes_per_param"],
+                "n": len(loss),
+            },
+        )
+    tune_table = Table(
+        "Language model: tuned at fp32 master weights (first half of the validation split, "
+        "tuning seed 100): AdamW's lr, then M+Adam's lr_mult at that lr",
+        ["parameter", "value", "validation loss"],
+    )
+    for lr, v in lr_scores.items():
+        tune_table.add_row(parameter="lr", value=lr, **{"validation loss": v})
+    for m, v in mult_scores.items():
+        tune_table.add_row(parameter="lr_mult", value=m, **{"validation loss": v})
+
+    def loss_claim(fmt: str, other: str) -> Claim:
+        return Claim.superior(
+            f"LM at {fmt}: M+Adam (combined) reaches a lower validation loss than {other}.",
+            col("M+Adam combined", fmt),
+            col(other, fmt),
+            names=(f"M+Adam {fmt}", f"{other} {fmt}"),
+            metric="final held-out validation loss (nats/byte)",
+            higher_is_better=False,
+            test="t",
+        )
+
+    claims = [
+        Claim.all_of(
+            "6. Language model (tiny Llama, Shakespeare bytes): at bf16 master weights, "
+            "M+Adam's validation-loss gap to fp32-master AdamW is smaller than Adam-nearest's "
+            "and Adam-stochastic's (claim 1 on the LM).",
+            [loss_claim("bf16", "Adam-nearest"), loss_claim("bf16", "Adam-stochastic")],
+        )
+    ]
+    if "fp8_e4m3" in formats:
+        claims.append(
+            Claim.all_of(
+                "7. Language model: at fp8 (e4m3) master weights, M+Adam beats Adam-nearest "
+                "and Adam-stochastic (claim 2 on the LM).",
+                [loss_claim("fp8_e4m3", "Adam-nearest"), loss_claim("fp8_e4m3", "Adam-stochastic")],
+            )
+        )
+    ref_lm = col(REFERENCE, "fp32")
+    mp32 = col("M+Adam combined", "fp32")
+    cost_mp = [b - a for a, b in zip(mp32, col("M+Adam combined", "bf16"), strict=True)]
+    cost_adam = [b - a for a, b in zip(ref_lm, col("Adam-nearest", "bf16"), strict=True)]
+    claims.append(
+        Claim.superior(
+            "8. Ablation on the LM (ours): M+Adam's loss increase from fp32 to bf16 master "
+            "weights is smaller than Adam's (Adam-nearest bf16 minus fp32 AdamW), i.e. its "
+            "gain at bf16 comes from surviving the rounding, not only from its update rule.",
+            cost_mp,
+            cost_adam,
+            names=("M+Adam bf16 - fp32", "Adam bf16 - fp32"),
+            metric="validation-loss increase from fp32 to bf16 master (nats/byte)",
+            higher_is_better=False,
+            test="t",
+        )
+    )
+    out = {
+        "lr_scores": {str(k): v for k, v in lr_scores.items()},
+        "lr_mult_scores": {str(k): v for k, v in mult_scores.items()},
+        "runs": {f"{m} | {f}": v for (m, f), v in res.items()},
+        "floor": {"uniform": uniform, "unigram": unigram},
+        "steps": steps,
+        "batch": batch,
+        "seq_len": seq_len,
+        "size": size,
+    }
+    return [table, tune_table], claims, out
+
+
 def run(ctx: RunContext) -> Result:
     """Measure the claims at ``ctx.scale`` and decide them with the core's builders."""
     import torch
@@ -335,7 +617,7 @@ def run(ctx: RunContext) -> Result:
     claims = [
         Claim.all_of(
             "1. At bf16 master weights, M+Adam's test-loss gap to fp32-master AdamW is smaller "
-            "than Adam-nearest's and Adam-stochastic's (MLP; the LM part is not run).",
+            "than Adam-nearest's and Adam-stochastic's (MLP; claim 6 is the LM).",
             [loss_claim("bf16", "Adam-nearest"), loss_claim("bf16", "Adam-stochastic")],
         )
     ]
@@ -343,7 +625,7 @@ def run(ctx: RunContext) -> Result:
         claims.append(
             Claim.all_of(
                 "2. At fp8 (e4m3) master weights, M+Adam beats Adam-nearest and Adam-stochastic "
-                "(MLP; the LM part is not run).",
+                "(MLP; on the LM: claim 7, full scale only).",
                 [loss_claim("fp8_e4m3", "Adam-nearest"), loss_claim("fp8_e4m3", "Adam-stochastic")],
             )
         )
@@ -423,7 +705,17 @@ def run(ctx: RunContext) -> Result:
         "steps": steps,
         "hidden": hidden,
     }
-    return Result(tables=[table, tune_table], claims=claims, notes=notes, data=data_out)
+    lm_tables, lm_claims, lm_out = run_lm(ctx)
+    claims += lm_claims
+    data_out["lm"] = lm_out
+    notes.append(
+        "Language model: tiny_llama in fp32 (forward and backward in fp32 on the stored "
+        "values: the low-precision masters are fp32 tensors holding exactly bf16 values), "
+        "trained by the core's train_lm (gradient norm clipped to 1, warm-up 10% then cosine "
+        "to 0.1x on lr and lr_mult alike, betas (0.9, 0.95), no weight decay, fp32 moments). "
+        "Tuning reads the first half of the validation split, the verdicts the second half."
+    )
+    return Result(tables=[table, tune_table, *lm_tables], claims=claims, notes=notes, data=data_out)
 
 
 EXPERIMENT = Experiment(
