@@ -144,19 +144,43 @@ def test_check_mixing_matrix_names_what_fails():
         check_mixing_matrix(np.full((2, 2), np.nan))
 
 
-def test_check_mixing_matrix_float32_message_names_the_deviation_and_atol():
-    # float32 rows sum to 1 only to ~1e-7: the message must say by how much and how to
-    # pass, not a rounded "sums to 1 (must be 1)".
+def _ring32() -> np.ndarray:
     W = mixing_matrix(topology("ring", 16))
     W32 = (W / W.sum(axis=1, keepdims=True)).astype(np.float32)
     if np.max(np.abs(W32.astype(np.float64).sum(axis=1) - 1)) <= 1e-10:
         W32[0, 0] = np.nextafter(W32[0, 0], np.float32(1))  # make the round-off visible
+    return W32
+
+
+def test_check_mixing_matrix_float32_message_names_the_deviation_and_atol():
+    # An explicit float64-sized atol on a float32 W: the message must say by how much and
+    # how to pass, not a rounded "sums to 1 (must be 1)".
     with pytest.raises(ValueError, match=r"float32: pass a larger atol") as info:
-        check_mixing_matrix(W32)
+        check_mixing_matrix(_ring32(), atol=1e-10)
     assert "sums to 1 (must be 1)" not in str(info.value)
     assert "atol=1e-10" in str(info.value)
-    M = check_mixing_matrix(W32, atol=1e-6)
+    M = check_mixing_matrix(_ring32(), atol=1e-6)
     assert M.dtype == np.float64
+
+
+def test_default_atol_follows_the_input_precision():
+    torch = pytest.importorskip("torch")
+    from icml26_core.decentralized import default_mixing_atol
+
+    W32 = _ring32()
+    assert default_mixing_atol(W32.astype(np.float64), 16) == pytest.approx(1e-10)
+    assert default_mixing_atol([[1.0]], 1) == pytest.approx(1e-10)
+    assert default_mixing_atol(W32, 16) == pytest.approx(16 * np.finfo(np.float32).eps)
+    for W in (W32, torch.from_numpy(W32), torch.from_numpy(W32).to(torch.bfloat16)):
+        M = check_mixing_matrix(W)  # a correct low-precision W passes by default
+        np.testing.assert_allclose(M.sum(axis=1), 1.0, atol=1e-2)
+        assert spectrum(W).spectral_gap > 0
+    bad = W32.copy()
+    bad[0, 0] += 1e-3  # a real error stays an error at float32's tolerance
+    with pytest.raises(ValueError, match="not doubly stochastic"):
+        check_mixing_matrix(bad)
+    with pytest.raises(ValueError, match="not doubly stochastic"):
+        check_mixing_matrix(W32.astype(np.float64))  # float64 keeps its tight default
 
 
 def test_one_peer_exponential_averages_exactly_in_log2_n_rounds():

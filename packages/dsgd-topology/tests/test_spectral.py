@@ -196,3 +196,15 @@ def test_bad_argument_types_and_recursion_limits_raise_early():
         schedule_profile(mixing_schedule("ring", 16), tol=-1.0)
     with pytest.raises(ValueError, match="max_rounds"):
         schedule_profile(mixing_schedule("ring", 16), max_rounds=0)
+
+
+def test_spectral_profile_accepts_a_float32_mixing_matrix():
+    # A float32 W sums to 1 only to ~1e-7; the default tolerance follows its precision.
+    W = mixing_matrix(topology("ring", 16))
+    p64 = spectral_profile(W)
+    p32 = spectral_profile(W.astype(np.float32))
+    assert p32.inverse_gap == pytest.approx(p64.inverse_gap, rel=1e-4)
+    with pytest.raises(ValueError, match="float32: pass a larger atol"):
+        bad = W.astype(np.float32)
+        bad[0, 0] = np.nextafter(bad[0, 0], np.float32(1))
+        spectral_profile(bad, atol=1e-12)

@@ -172,7 +172,7 @@ def _not_a_name(W: Any, name: str) -> None:
         )
 
 
-def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> SpectralProfile:
+def spectral_profile(W: Any, zeta: Any = None, *, atol: float | None = None) -> SpectralProfile:
     """Spectral gap, the all-eigenvalue quantity and the heterogeneous quantity of ``W``.
 
     Args:
@@ -182,7 +182,9 @@ def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> Spectr
             row per node, shape (n,) or (n, ...) (numpy or torch); their node mean is
             removed. Projected on the eigenvectors of ``W`` for
             :attr:`SpectralProfile.heterogeneous`.
-        atol: Tolerance of the validity checks.
+        atol: Tolerance of the validity checks; ``None`` (default) picks it from
+            ``W``'s precision (``icml26_core.decentralized.default_mixing_atol``:
+            ``1e-10`` for float64, ``4 sqrt(n) eps`` for float32).
 
     Returns:
         A :class:`SpectralProfile`.
@@ -193,8 +195,7 @@ def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> Spectr
         ValueError: If ``W`` is not square, has negative weights, is not doubly
             stochastic to ``atol``, not symmetric (the eigen-decomposition needs it) or
             disconnected; if ``zeta`` has the wrong number of rows or non-finite
-            entries. A float32 ``W`` (rows sum to 1 only to about 1e-7) needs a larger
-            ``atol``, e.g. ``atol=1e-6``.
+            entries.
 
     Example:
         >>> from dsgd_topology import mixing_matrix, topology
@@ -203,7 +204,8 @@ def spectral_profile(W: Any, zeta: Any = None, *, atol: float = 1e-10) -> Spectr
         (19.71, 1.472)
     """
     _not_a_name(W, "W")
-    atol = check_float("atol", atol, low=0.0, low_inclusive=False)
+    if atol is not None:
+        atol = check_float("atol", atol, low=0.0, low_inclusive=False)
     M = check_mixing_matrix(W, symmetric=True, connected=True, atol=atol, name="W")
     n = M.shape[0]
     vals, vecs = np.linalg.eigh(0.5 * (M + M.T))

@@ -44,6 +44,7 @@ _EXPORTS = {
     "TOPOLOGIES": "mixing",
     "Spectrum": "mixing",
     "check_mixing_matrix": "mixing",
+    "default_mixing_atol": "mixing",
     "mixing_matrix": "mixing",
     "one_peer_exponential": "mixing",
     "spectrum": "mixing",

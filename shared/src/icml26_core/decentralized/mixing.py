@@ -50,6 +50,7 @@ __all__ = [
     "TOPOLOGIES",
     "Spectrum",
     "check_mixing_matrix",
+    "default_mixing_atol",
     "mixing_matrix",
     "one_peer_exponential",
     "spectrum",
@@ -333,12 +334,34 @@ def one_peer_exponential(n: int, t: int) -> np.ndarray:
     return W
 
 
+def default_mixing_atol(W: Any, n: int) -> float:
+    """Tolerance of the doubly-stochastic check for the matrix ``W`` of size ``n``.
+
+    ``1e-10`` for float64 and for inputs without a floating dtype (nested lists,
+    integers); ``max(1e-10, 4 sqrt(n) eps)`` for a lower precision (float32:
+    ``eps = 1.19e-7``; bfloat16 and float16 tensors too): rounding each weight of a
+    row that sums to 1 moves the sum by at most ``eps / 2``, and a row normalized in
+    that precision carries about ``sqrt(n)`` such errors.
+    """
+    dtype = getattr(W, "dtype", None)
+    eps = 0.0
+    if dtype is not None and hasattr(W, "detach"):  # torch: bfloat16 has no numpy dtype
+        import torch
+
+        eps = float(torch.finfo(dtype).eps) if dtype.is_floating_point else 0.0
+    elif dtype is not None and np.issubdtype(np.dtype(dtype), np.floating):
+        eps = float(np.finfo(dtype).eps)
+    if eps <= float(np.finfo(np.float64).eps):
+        return 1e-10
+    return max(1e-10, 4.0 * float(np.sqrt(n)) * eps)
+
+
 def check_mixing_matrix(
     W: Any,
     *,
     symmetric: bool = True,
     connected: bool = True,
-    atol: float = 1e-10,
+    atol: float | None = None,
     name: str = "W",
 ) -> np.ndarray:
     """Validate a mixing matrix; return it as a float64 copy.
@@ -350,7 +373,10 @@ def check_mixing_matrix(
         connected: Also require a (strongly) connected support. One round of a
             time-varying topology may be disconnected (one-peer graphs are); pass
             False for those.
-        atol: Absolute tolerance of the sums and of the symmetry.
+        atol: Absolute tolerance of the sums and of the symmetry. ``None`` (default)
+            picks it from the input's precision (:func:`default_mixing_atol`):
+            ``1e-10`` for float64 (and for lists), ``4 sqrt(n) eps`` for lower
+            precisions (a float32 ring of 16 nodes gets ``1.9e-6``).
         name: The argument's name, for the messages.
 
     Returns:
@@ -361,12 +387,17 @@ def check_mixing_matrix(
             entries, negative weights, a row or column not summing to 1, not symmetric,
             or a disconnected support (gossip would never reach consensus).
     """
-    if hasattr(W, "detach"):
-        W = W.detach().cpu().numpy()
     in_dtype = getattr(W, "dtype", None)
+    tol_of = W
+    if hasattr(W, "detach"):
+        W = W.detach().cpu()
+        W = (W.float() if str(in_dtype) == "torch.bfloat16" else W).numpy()
     M = np.array(W, dtype=np.float64, copy=True)
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty square matrix, got shape {M.shape}")
+    atol = default_mixing_atol(tol_of, M.shape[0]) if atol is None else float(atol)
+    if not atol > 0:
+        raise ValueError(f"atol must be > 0, got {atol!r}")
     if not np.all(np.isfinite(M)):
         raise ValueError(f"{name} has NaN or infinite entries")
     if np.any(M < -atol):
@@ -380,7 +411,11 @@ def check_mixing_matrix(
         # A float32 matrix sums to 1 only to ~1e-7: name the deviation and the fix, not
         # a rounded "sums to 1 (must be 1)".
         hint = ""
-        if in_dtype is not None and str(in_dtype) in ("float32", "float16"):
+        if in_dtype is not None and str(in_dtype).replace("torch.", "") in (
+            "float32",
+            "float16",
+            "bfloat16",
+        ):
             hint = f"; {name} is {in_dtype}: pass a larger atol (e.g. 1e-6) or float64"
         raise ValueError(
             f"{name} is not doubly stochastic: {bad} {k} sums to 1 {sums[k] - 1:+.3g} "
@@ -391,7 +426,9 @@ def check_mixing_matrix(
             f"{name} is not symmetric (max |W - W^T| = "
             f"{np.max(np.abs(M - M.T)):.3g}); pass symmetric=False if that is meant"
         )
-    support = np.abs(M) > atol
+    # An edge is any weight above float64 round-off: a loose low-precision atol must not
+    # erase the small weights of a large graph.
+    support = np.abs(M) > min(atol, 1e-10)
     np.fill_diagonal(support, False)
     if connected and M.shape[0] > 1 and not _connected(support):
         raise ValueError(f"{name} is disconnected: gossip cannot reach consensus")
@@ -431,13 +468,14 @@ class Spectrum:
         return int(self.eigenvalues.shape[0])
 
 
-def spectrum(W: Any, *, atol: float = 1e-10) -> Spectrum:
+def spectrum(W: Any, *, atol: float | None = None) -> Spectrum:
     """Every eigenvalue of a mixing matrix, its spectral gap and second-largest modulus.
 
     Args:
         W: Doubly stochastic (n, n) matrix (checked with :func:`check_mixing_matrix`;
             neither symmetry nor connectivity required).
-        atol: Tolerance of that check and of the symmetry test.
+        atol: Tolerance of that check and of the symmetry test; ``None`` picks it from
+            ``W``'s precision (:func:`default_mixing_atol`).
 
     Returns:
         A :class:`Spectrum`. For ``n == 1`` the gap is 1 and ``beta`` is 0.
@@ -452,6 +490,8 @@ def spectrum(W: Any, *, atol: float = 1e-10) -> Spectrum:
     """
     M = check_mixing_matrix(W, symmetric=False, connected=False, atol=atol)
     n = M.shape[0]
+    if atol is None:
+        atol = default_mixing_atol(W, n)
     J = np.full((n, n), 1.0 / n)
     sym = bool(np.max(np.abs(M - M.T)) <= atol)
     if sym:
