@@ -5,6 +5,10 @@
   projected onto the box; one value-and-gradient call counts as one evaluation.
 - :func:`cma_es`: pycma's CMA-ES (``cma`` package, its default population size) with
   the box as bounds, ask/tell until the budget is spent.
+- :func:`nevergrad_minimize`: one of nevergrad's optimizers (``OnePlusOne``, ``CMA``,
+  ``SPSA``, ...) with its defaults, sequential ask/tell, the box as bounds.
+- :class:`flow_optimizer.l2l.LSTMOptimizer` (re-exported here): the coordinate-wise LSTM
+  learned optimizer of Andrychowicz et al. (2016), run from ``n_starts`` uniform starts.
 """
 
 from __future__ import annotations
@@ -13,10 +17,21 @@ import numpy as np
 import torch
 from icml26_core.validation import check_float, check_int
 
+from flow_optimizer.l2l import LSTMOptimizer
 from flow_optimizer.optimizer import OptResult, _bounds
 from flow_optimizer.problems import Problem
 
-__all__ = ["cma_es", "multistart_adam", "random_search"]
+__all__ = [
+    "NEVERGRAD_OPTIMIZERS",
+    "LSTMOptimizer",
+    "cma_es",
+    "multistart_adam",
+    "nevergrad_minimize",
+    "random_search",
+]
+
+NEVERGRAD_OPTIMIZERS = ("OnePlusOne", "CMA", "SPSA")
+"""The nevergrad optimizers the experiment compares with (any registry name works)."""
 
 
 def random_search(problem: Problem, budget: int, *, seed: int = 0, batch: int = 32) -> OptResult:
@@ -143,3 +158,64 @@ def cma_es(
             best_f, best_x = float(F[i]), np.asarray(sols[i])
         hist.append(best_f)
     return OptResult(x=np.asarray(best_x), f=best_f, history=hist, evaluations=used)
+
+
+def nevergrad_minimize(
+    problem: Problem, budget: int, *, optimizer: str = "OnePlusOne", seed: int = 0
+) -> OptResult:
+    """One of nevergrad's optimizers on ``problem`` for ``budget`` evaluations.
+
+    The parametrization is ``ng.p.Array(init=x0, lower=lower, upper=upper)`` with ``x0``
+    uniform in the box (seeded, as for :func:`cma_es`): nevergrad's own defaults for a
+    bounded array (initial step a sixth of the box width, its bound handling). The
+    optimizer runs sequentially (``num_workers=1``, nevergrad's default), one
+    candidate per ask/tell; ``optimizer`` is looked up in ``nevergrad.optimizers.registry``
+    with its default settings. The result is the best point evaluated (as for every
+    baseline here), not nevergrad's recommendation.
+
+    Args:
+        problem: The instance (bounded).
+        budget: Evaluations in all (each ``tell`` is one).
+        optimizer: A nevergrad registry name, e.g. ``"OnePlusOne"``, ``"CMA"``, ``"SPSA"``.
+        seed: Seed of the start point and of nevergrad's random state.
+
+    Returns:
+        The :class:`OptResult` (best point as a float64 array ``(d,)``, its value, the
+        best value after each evaluation).
+
+    Raises:
+        ValueError: If ``budget < 1`` or ``optimizer`` is not in nevergrad's registry.
+        ImportError: If ``nevergrad`` is not installed
+            (``pip install 'flow-optimizer[repro]'``).
+
+    References:
+        J. Rapin and O. Teytaud, Nevergrad - A gradient-free optimization platform,
+        https://github.com/facebookresearch/nevergrad (version 1.0.12 here).
+    """
+    import nevergrad as ng
+
+    budget = check_int("budget", budget, low=1)
+    if not isinstance(optimizer, str) or optimizer not in ng.optimizers.registry:
+        raise ValueError(
+            f"optimizer must be a name in nevergrad.optimizers.registry (e.g. "
+            f"{', '.join(NEVERGRAD_OPTIMIZERS)}), got {optimizer!r}"
+        )
+    lo, hi = _bounds(problem, torch.float64, "cpu")
+    lo_np, hi_np = lo.numpy(), hi.numpy()
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(lo_np, hi_np)
+    param = ng.p.Array(init=x0, lower=lo_np, upper=hi_np)
+    param.random_state = np.random.RandomState(int(seed) % 2**32)
+    opt = ng.optimizers.registry[optimizer](parametrization=param, budget=budget, num_workers=1)
+    best_f, best_x, hist = float("inf"), x0, []
+    with torch.no_grad():
+        for _ in range(budget):
+            cand = opt.ask()
+            x = np.asarray(cand.value, dtype=np.float64)
+            fx = float(problem.f(torch.as_tensor(x, dtype=torch.float64)[None])[0])
+            finite = bool(np.isfinite(fx))
+            opt.tell(cand, fx if finite else 1e300)  # NaN/inf: the worst value, not kept
+            if finite and fx < best_f:
+                best_f, best_x = fx, x.copy()
+            hist.append(best_f)
+    return OptResult(x=np.asarray(best_x), f=best_f, history=hist, evaluations=budget)
