@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from icml26_core.validation import check_float, check_int
@@ -32,6 +34,17 @@ __all__ = [
 
 NEVERGRAD_OPTIMIZERS = ("OnePlusOne", "CMA", "SPSA")
 """The nevergrad optimizers the experiment compares with (any registry name works)."""
+
+
+def _start_rng(seed: int) -> np.random.Generator:
+    """The start point's generator: a stream apart from ``np.random.default_rng(seed)``.
+
+    The families draw an instance with ``np.random.default_rng(seed)``; a start drawn
+    from the same stream would copy the instance's draws (for the arm, ``x0`` would be
+    the target's joint angles, an optimum), so the start uses the seed sequence
+    ``[seed, 1]`` instead.
+    """
+    return np.random.default_rng([int(seed), 1])
 
 
 def random_search(problem: Problem, budget: int, *, seed: int = 0, batch: int = 32) -> OptResult:
@@ -134,7 +147,7 @@ def cma_es(
     budget = check_int("budget", budget, low=1)
     lo, hi = _bounds(problem, torch.float64, "cpu")
     lo_np, hi_np = lo.numpy(), hi.numpy()
-    rng = np.random.default_rng(seed)
+    rng = _start_rng(seed)
     x0 = rng.uniform(lo_np, hi_np)
     opts = {
         "bounds": [lo_np.tolist(), hi_np.tolist()],
@@ -202,13 +215,15 @@ def nevergrad_minimize(
         )
     lo, hi = _bounds(problem, torch.float64, "cpu")
     lo_np, hi_np = lo.numpy(), hi.numpy()
-    rng = np.random.default_rng(seed)
+    rng = _start_rng(seed)
     x0 = rng.uniform(lo_np, hi_np)
     param = ng.p.Array(init=x0, lower=lo_np, upper=hi_np)
-    param.random_state = np.random.RandomState(int(seed) % 2**32)
+    param.random_state = np.random.RandomState(int(rng.integers(2**32)))
     opt = ng.optimizers.registry[optimizer](parametrization=param, budget=budget, num_workers=1)
     best_f, best_x, hist = float("inf"), x0, []
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # nevergrad's CMA tells pycma its own asked points; pycma warns about each
+        warnings.filterwarnings("ignore", message="orphanated injected solution")
         for _ in range(budget):
             cand = opt.ask()
             x = np.asarray(cand.value, dtype=np.float64)
