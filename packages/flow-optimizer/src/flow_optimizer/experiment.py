@@ -12,7 +12,8 @@ instances), random search, and the floor "stop at once" (best of the starting
 population). The stage-1-only field is the ablation of stage 2. The trained fields (and
 the LSTMs) are then run unchanged at 10x the dimension.
 The metric is the gap of the best value found to the known optimum (0 for the shifted
-benchmark functions and the reachable arm targets; the LP optimum for the newsvendor).
+benchmark functions and the reachable arm targets; the LP optimum for the newsvendor;
+pandapower's DC OPF cost for the dispatch, whose case30 fields are also run on case118).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from icml26_core import Claim, Experiment, Result, RunContext, Table
+from icml26_core import Claim, Experiment, Result, RunContext, Table, stats
 
 from flow_optimizer.baselines import (
     LSTMOptimizer,
@@ -32,11 +33,13 @@ from flow_optimizer.baselines import (
     random_search,
 )
 from flow_optimizer.optimizer import FlowOptimizer, OptResult
-from flow_optimizer.problems import Problem, family
+from flow_optimizer.problems import DCDispatch, Problem, family
 
-FAMILIES = ["rastrigin", "ackley", "rosenbrock", "levy", "arm-ik", "newsvendor"]
+FAMILIES = ["rastrigin", "ackley", "rosenbrock", "levy", "arm-ik", "newsvendor", "dispatch"]
 BENCHMARKS = FAMILIES[:4]
-GENERALIZE = ["rastrigin", "ackley", "rosenbrock", "levy", "arm-ik"]
+GENERALIZE = ["rastrigin", "ackley", "rosenbrock", "levy", "arm-ik", "dispatch"]
+DISPATCH_CASE, DISPATCH_BIG = "case30", "case118"  # trained and tested on case30; also run on 118
+GAP_TARGET, VIOLATION_TARGET = 0.01, 1e-3  # claim 4: relative cost gap, mean violation (p.u.)
 ADAM_LRS = (0.003, 0.01, 0.03, 0.1)  # in box widths; picked per family on validation seeds
 LSTM_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # meta (Adam) learning rates, the same-size grid
 GAP_FLOOR = 1e-9  # gaps below this count as equal (ties) in the log-ratio tests
@@ -88,9 +91,17 @@ def _gap(problem: Problem, res: OptResult) -> float:
     return max(f - float(problem.optimum), 0.0)
 
 
-def _instances(name: str, dim: int, seed: int, n: int) -> list[Problem]:
+def _instances(name: str, dim: int, seed: int, n: int, *, big: bool = False) -> list[Problem]:
+    """Draw ``n`` instances with seeds ``seed + i``, at ``dim`` (10 ``dim`` with ``big``).
+
+    The dispatch has its case's own dimension (case30, or case118 with ``big``).
+    """
+    if name == "dispatch":
+        fam = DCDispatch(DISPATCH_BIG if big else DISPATCH_CASE)
+        return [fam.sample_instance(np.random.default_rng(seed + i)) for i in range(n)]
     fam = family(name)
-    return [fam.sample_instance(np.random.default_rng(seed + i), dim) for i in range(n)]
+    d = 10 * dim if big else dim
+    return [fam.sample_instance(np.random.default_rng(seed + i), d) for i in range(n)]
 
 
 def _pick_adam_lr(name: str, cfg: dict[str, Any], budget: int) -> float:
@@ -156,8 +167,10 @@ def _run_all(
     budget: int,
     adam_lr: float,
     methods: list[str],
-) -> tuple[dict[str, list[float]], dict[str, float]]:
+) -> tuple[dict[str, list[float]], dict[str, float], dict[str, list[np.ndarray]]]:
+    """Gaps, mean seconds per run, and the returned points of every method."""
     gaps: dict[str, list[float]] = {m: [] for m in methods}
+    points: dict[str, list[np.ndarray]] = {m: [] for m in methods}
     secs: dict[str, float] = {m: 0.0 for m in methods}
     for i, p in enumerate(problems):
         seed = TEST_SEED + i
@@ -183,9 +196,24 @@ def _run_all(
             res = fn()
             secs[m] += time.perf_counter() - t0
             gaps[m].append(_gap(p, res))
+            points[m].append(np.asarray(res.x, dtype=np.float64))
             if m == FLOW and FLOOR in methods:  # the same start, stopped before any step
                 gaps[FLOOR].append(max(res.history[0] - float(p.optimum), 0.0))
-    return gaps, {m: s / len(problems) for m, s in secs.items()}
+    return gaps, {m: s / len(problems) for m, s in secs.items()}, points
+
+
+def _dispatch_metrics(problems: list[Problem], xs: list[np.ndarray]) -> tuple[list[float], ...]:
+    """Generation cost, relative cost gap to the DC OPF, and violation (p.u.) per instance."""
+    cost, rel, viol = [], [], []
+    for p, x in zip(problems, xs, strict=True):
+        X = torch.as_tensor(x, dtype=torch.float64)[None]
+        with torch.no_grad():
+            c = float(p.cost(X)[0])  # type: ignore[attr-defined]
+            v = float(p.violation(X)[0]) / p.model.base_mva  # type: ignore[attr-defined]
+        cost.append(c)
+        rel.append((c - float(p.optimum)) / abs(float(p.optimum)))
+        viol.append(v)
+    return cost, rel, viol
 
 
 def _beats(statement: str, a: list[float], b: list[float], names: tuple[str, str]) -> Claim:
@@ -212,7 +240,8 @@ def run(ctx: RunContext) -> Result:
     budget = N * (K + 1)
     main = Table(
         f"gap to the optimum at {budget} evaluations, d = {d} (arm: {d} links; newsvendor: "
-        f"{d} products); median and 90th percentile over {cfg['n_test']} test instances",
+        f"{d} products; dispatch: {DISPATCH_CASE}, 6 generators); median and 90th percentile "
+        f"over {cfg['n_test']} test instances",
         ["family", "method", "median gap", "p90 gap", "n", "s / run"],
     )
     ratios = Table(
@@ -240,10 +269,14 @@ def run(ctx: RunContext) -> Result:
     )
     all_gaps: dict[str, dict[str, list[float]]] = {}
     gen_gaps: dict[str, dict[str, list[float]]] = {}
+    dispatch: dict[str, dict[str, tuple[list[float], ...]]] = {}
+    dispatch_ref: list[float] = []
     for fi, name in enumerate(ctx.progress(FAMILIES, "families")):
         fam = family(name)
 
-        def sampler(rng: np.random.Generator, fam: Any = fam) -> Problem:
+        def sampler(rng: np.random.Generator, fam: Any = fam, name: str = name) -> Problem:
+            if name == "dispatch":  # the case's own dimension
+                return fam.sample_instance(rng)
             return fam.sample_instance(rng, d)
 
         torch.manual_seed(ctx.seed + fi)
@@ -287,8 +320,13 @@ def run(ctx: RunContext) -> Result:
         )
         learned = {FLOW: flow, STAGE1: stage1, LSTM: lstm}
         test = _instances(name, d, TEST_SEED, cfg["n_test"])
-        gaps, secs = _run_all(test, learned, cfg, budget, lr, METHODS)
+        gaps, secs, points = _run_all(test, learned, cfg, budget, lr, METHODS)
         all_gaps[name] = gaps
+        if name == "dispatch":
+            dispatch_ref = [float(p.optimum) for p in test]
+            dispatch[DISPATCH_CASE] = {
+                m: _dispatch_metrics(test, points[m]) for m in METHODS if m != FLOOR
+            }
         for m in METHODS:
             main.add_row(
                 **{
@@ -303,12 +341,15 @@ def run(ctx: RunContext) -> Result:
         ref = max(_median(gaps[FLOW]), GAP_FLOOR)
         ratios.add_row(family=name, **{m: _median(gaps[m]) / ref for m in METHODS if m != FLOW})
         if name in GENERALIZE:
-            big = _instances(name, 10 * d, TEST_SEED, cfg["n_gen"])
-            g2, _ = _run_all(big, learned, cfg, budget, lr, GEN_METHODS)
+            big = _instances(name, d, TEST_SEED, cfg["n_gen"], big=True)
+            g2, _, p2 = _run_all(big, learned, cfg, budget, lr, GEN_METHODS)
             gen_gaps[name] = g2
+            label = f"{name} ({DISPATCH_BIG})" if name == "dispatch" else name
             gen.add_row(
-                family=name, d=10 * d, n=len(big), **{m: _median(g2[m]) for m in GEN_METHODS}
+                family=label, d=big[0].dim, n=len(big), **{m: _median(g2[m]) for m in GEN_METHODS}
             )
+            if name == "dispatch":
+                dispatch[DISPATCH_BIG] = {m: _dispatch_metrics(big, p2[m]) for m in GEN_METHODS}
 
     # claim 1: FlowOptimizer beats every baseline on >= 5 of the families
     per_family = [
@@ -341,7 +382,7 @@ def run(ctx: RunContext) -> Result:
         f"FlowOptimizer's final objective is below every baseline's (pycma CMA-ES, "
         f"nevergrad OnePlusOne/CMA/SPSA, multi-start Adam, the LSTM learned optimizer, "
         f"random search) at equal evaluations on at least {need} of the "
-        f"{len(FAMILIES)} families built (the paper: 5 of 7; dispatch not built yet).",
+        f"{len(FAMILIES)} families (the paper: 5 of 7).",
         f"per family: paired one-sided Wilcoxon on log gap ratios over {cfg['n_test']} "
         f"test instances against each baseline, all {len(BASELINES)} must hold; holds if "
         f">= {need} "
@@ -376,9 +417,76 @@ def run(ctx: RunContext) -> Result:
             for name in FAMILIES
         ],
     )
+    disp = Table(
+        f"DC dispatch: generation cost relative to pandapower's DC OPF (rundcopp) and "
+        f"constraint violation (|balance| + line overloads, p.u. on {DISPATCH_CASE}'s base), "
+        f"{DISPATCH_CASE} test instances and {DISPATCH_BIG} with the {DISPATCH_CASE}-trained "
+        "models",
+        [
+            "case",
+            "method",
+            "median relative gap",
+            "p90 relative gap",
+            "mean violation (p.u.)",
+            f"share with violation < {VIOLATION_TARGET:g}",
+            "n",
+        ],
+    )
+    for case, per in dispatch.items():
+        for m, (_, rel, viol) in per.items():
+            disp.add_row(
+                case=case,
+                method=m,
+                **{
+                    "median relative gap": _median(rel),
+                    "p90 relative gap": float(np.quantile(rel, 0.9)),
+                    "mean violation (p.u.)": float(np.mean(viol)),
+                    f"share with violation < {VIOLATION_TARGET:g}": float(
+                        np.mean(np.asarray(viol) < VIOLATION_TARGET)
+                    ),
+                    "n": len(rel),
+                },
+            )
+    cost_f, _, viol_f = dispatch[DISPATCH_CASE][FLOW]
+    v_lo, v_hi = stats.bootstrap_ci([np.asarray(viol_f)], np.mean)
+    c4 = Claim.all_of(
+        f"Dispatch ({DISPATCH_CASE}): FlowOptimizer's cost is within {GAP_TARGET:.0%} of "
+        f"pandapower's DC-OPF cost, with mean violation below {VIOLATION_TARGET:g} p.u.",
+        [
+            Claim.non_inferior(
+                f"{DISPATCH_CASE}: FlowOptimizer's generation cost is at most "
+                f"{GAP_TARGET:.0%} above the DC-OPF cost.",
+                cost_f,
+                dispatch_ref,
+                margin=GAP_TARGET,
+                names=("FlowOptimizer", "DC OPF (rundcopp)"),
+                metric="generation cost (ratio)",
+                higher_is_better=False,
+                log_ratio=True,
+            ),
+            Claim.check(
+                f"{DISPATCH_CASE}: FlowOptimizer's mean constraint violation is below "
+                f"{VIOLATION_TARGET:g} p.u.",
+                f"mean over {len(viol_f)} test instances of |balance| + line overloads "
+                f"(p.u.), BCa bootstrap 95% CI; holds if the CI lies below "
+                f"{VIOLATION_TARGET:g}, does not hold if it lies above, else inconclusive",
+                {
+                    "mean violation (p.u.)": float(np.mean(viol_f)),
+                    "CI low": v_lo,
+                    "CI high": v_hi,
+                    "n": len(viol_f),
+                },
+                lambda v: (
+                    True
+                    if v["CI high"] < VIOLATION_TARGET
+                    else (False if v["CI low"] >= VIOLATION_TARGET else None)
+                ),
+            ),
+        ],
+    )
     return Result(
-        tables=[main, ratios, gen, train],
-        claims=[c1, c2, c3],
+        tables=[main, ratios, gen, disp, train],
+        claims=[c1, c2, c3, c4],
         notes=[
             f"N = {N} candidates, K = {K} Euler steps: {budget} evaluations per instance "
             "for every method (CMA-ES: its default population, whole generations within "
@@ -398,9 +506,25 @@ def run(ctx: RunContext) -> Result:
             f"{cfg['fm']} + {cfg['ft']}), loss the mean over the {K} unrolled steps of the "
             "log gap to the family's lower bound; meta learning rate picked from "
             f"{list(LSTM_LRS)} on the validation instances.",
-            "Not built yet: DC dispatch on pandapower grids (claim 4).",
+            f"DC dispatch: every generator's MW in its box, cost + penalty x violation "
+            f"(MW), penalty 10x the largest marginal cost in the box "
+            f"({_instances('dispatch', d, TEST_SEED, 1)[0].penalty:g} per MW on "  # type: ignore[attr-defined]
+            f"{DISPATCH_CASE}); loads scaled by U[0.85, 1.15] x U[0.9, 1.1] per load; "
+            f"the gap of the first table includes the penalty; reference optimum "
+            f"pandapower rundcopp (read for reporting only).",
         ],
-        data={"gaps": all_gaps, "generalization": gen_gaps, "config": cfg},
+        data={
+            "gaps": all_gaps,
+            "generalization": gen_gaps,
+            "dispatch": {
+                case: {
+                    m: dict(zip(("cost", "relative gap", "violation"), v, strict=True))
+                    for m, v in per.items()
+                }
+                for case, per in dispatch.items()
+            },
+            "config": cfg,
+        },
     )
 
 

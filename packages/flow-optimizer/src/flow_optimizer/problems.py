@@ -9,8 +9,10 @@ family and is tested on draws with other seeds.
 
 Families: shifted and rotated Rastrigin, Ackley, Rosenbrock and Levy (shift
 U[-2, 2]^d, a Haar-random rotation), planar n-link arm inverse kinematics with joint
-limits (reachable targets), and a multi-product newsvendor with a capacity (sample
-average over demand scenarios; its optimum from an LP, for evaluation only).
+limits (reachable targets), a multi-product newsvendor with a capacity (sample
+average over demand scenarios; its optimum from an LP, for evaluation only), and DC
+economic dispatch on a pandapower grid (PTDF line flows; its optimum from pandapower's
+DC OPF, for evaluation only).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "FAMILIES",
     "Ackley",
     "ArmIK",
+    "DCDispatch",
     "Levy",
     "Newsvendor",
     "Problem",
@@ -345,6 +348,229 @@ class Newsvendor(ProblemFamily):
         return _NewsvendorInstance(price, cost, demand, 0.6 * float(mean.sum()))
 
 
+@dataclass(frozen=True)
+class _GridModel:
+    """The load-independent part of a DC model of one pandapower case."""
+
+    ptdf: np.ndarray  # (lines, buses), internal bus order
+    gen_bus: np.ndarray  # (G,) internal bus of each generator (ext grids first, then gens)
+    load_bus: np.ndarray  # (loads,) internal bus of each load
+    load_mw: np.ndarray  # (loads,) nominal active load
+    fixed_mw: np.ndarray  # (buses,) other fixed withdrawals: shunt conductance, minus sgens
+    rate_mw: np.ndarray  # (lines,) DC flow limits (inf where the case has none)
+    cost: np.ndarray  # (G, 3) polynomial cost c0 + c1 p + c2 p^2, p in MW
+    pmin: np.ndarray  # (G,)
+    pmax: np.ndarray  # (G,)
+    base_mva: float
+    gen_index: tuple[tuple[str, int], ...]  # ("ext_grid" | "gen", pandapower index)
+
+
+_GRID_MODELS: dict[str, _GridModel] = {}
+_OPF_NETS: dict[str, Any] = {}  # pandapower nets that _DispatchInstance._solve reuses
+
+
+def _grid_model(case: str) -> _GridModel:
+    """Build (once per case) the PTDF model of a pandapower case after ``rundcpp``.
+
+    PTDF from ``pandapower.pypower.makePTDF`` on pandapower's internal case (slack bus
+    as reference); limits from the internal branch ``RATE_A`` (MVA, 0 = none).
+    """
+    if case in _GRID_MODELS:
+        return _GRID_MODELS[case]
+    import warnings
+
+    from icml26_core.datasets import load_power_grid
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandapower's FutureWarnings from pandas
+        import pandapower as pp
+        from pandapower.pypower.makePTDF import makePTDF
+
+        net = load_power_grid(case)
+        pp.rundcpp(net)
+    ppc = net._ppc
+    lookup = net._pd2ppc_lookups["bus"]
+    base = float(ppc["baseMVA"])
+    H = np.asarray(makePTDF(base, ppc["bus"], ppc["branch"]), dtype=np.float64)
+    rate = np.asarray(ppc["branch"][:, 5].real, dtype=np.float64)
+    rate = np.where(rate > 0, rate, np.inf)
+    nb = ppc["bus"].shape[0]
+    fixed = np.asarray(ppc["bus"][:, 4].real, dtype=np.float64).copy()  # GS, MW at 1 p.u.
+    for _, sg in net.sgen[net.sgen.in_service].iterrows():
+        fixed[lookup[int(sg.bus)]] -= float(sg.p_mw) * float(sg.scaling)
+    loads = net.load[net.load.in_service]
+    gens: list[tuple[str, int]] = [("ext_grid", int(i)) for i in net.ext_grid.index]
+    gens += [("gen", int(i)) for i in net.gen.index[net.gen.in_service]]
+    cost = np.zeros((len(gens), 3))
+    pc = net.poly_cost
+    for k, (et, idx) in enumerate(gens):
+        row = pc[(pc.et == et) & (pc.element == idx)]
+        if len(row) != 1:
+            raise ValueError(f"case {case!r}: no single polynomial cost for {et} {idx}")
+        r = row.iloc[0]
+        cost[k] = (float(r.cp0_eur), float(r.cp1_eur_per_mw), float(r.cp2_eur_per_mw2))
+    tab = {"ext_grid": net.ext_grid, "gen": net.gen}
+    pmin = np.array([float(tab[et].at[i, "min_p_mw"]) for et, i in gens])
+    pmax = np.array([float(tab[et].at[i, "max_p_mw"]) for et, i in gens])
+    model = _GridModel(
+        ptdf=H,
+        gen_bus=np.array([lookup[int(tab[et].at[i, "bus"])] for et, i in gens]),
+        load_bus=np.array([lookup[int(b)] for b in loads.bus]),
+        load_mw=(loads.p_mw * loads.scaling).to_numpy(dtype=np.float64),
+        fixed_mw=fixed,
+        rate_mw=rate,
+        cost=cost,
+        pmin=pmin,
+        pmax=pmax,
+        base_mva=base,
+        gen_index=tuple(gens),
+    )
+    assert H.shape == (len(rate), nb)
+    _GRID_MODELS[case] = model
+    return model
+
+
+class _DispatchInstance(Problem):
+    """DC economic dispatch of one load scenario: cost + penalty * violation (MW)."""
+
+    def __init__(self, case: str, model: _GridModel, load_mw: np.ndarray) -> None:
+        G = len(model.pmin)
+        self.name, self.dim, self.case = "dispatch", G, case
+        self.model = model
+        self.load_mw = np.asarray(load_mw, dtype=np.float64)  # (loads,) this scenario
+        nb = model.ptdf.shape[1]
+        demand = model.fixed_mw.copy()
+        np.add.at(demand, model.load_bus, self.load_mw)
+        inc = np.zeros((G, nb))
+        inc[np.arange(G), model.gen_bus] = 1.0
+        self.total_demand = float(demand.sum())
+        self._demand = torch.as_tensor(demand, dtype=torch.float64)  # (nb,)
+        self._inc = torch.as_tensor(inc, dtype=torch.float64)  # (G, nb)
+        self._ptdf = torch.as_tensor(model.ptdf, dtype=torch.float64)  # (nl, nb)
+        self._rate = torch.as_tensor(np.where(np.isfinite(model.rate_mw), model.rate_mw, 1e12))
+        self._cost = torch.as_tensor(model.cost, dtype=torch.float64)
+        self.lower = torch.as_tensor(model.pmin, dtype=torch.float64)
+        self.upper = torch.as_tensor(model.pmax, dtype=torch.float64)
+        # exact-penalty weight, fixed from the case: 10x the largest marginal cost in the box
+        self.penalty = 10.0 * float((model.cost[:, 1] + 2 * model.cost[:, 2] * model.pmax).max())
+        c = model.cost
+        lo = model.pmin
+        self.lower_bound = float((c[:, 0] + c[:, 1] * lo + c[:, 2] * lo**2).sum())
+        self._optimum: float | None = None
+        self._reference: np.ndarray | None = None
+
+    def line_flows(self, X: torch.Tensor) -> torch.Tensor:
+        """DC line flows (MW) ``(N, lines)`` of dispatches ``X`` ``(N, G)`` (MW)."""
+        inj = X @ self._inc.to(X) - self._demand.to(X)
+        return inj @ self._ptdf.to(X).T
+
+    def cost(self, X: torch.Tensor) -> torch.Tensor:
+        """Generation cost ``(N,)`` of dispatches ``X`` ``(N, G)`` in MW."""
+        c = self._cost.to(X)
+        return (c[:, 0] + c[:, 1] * X + c[:, 2] * X**2).sum(-1)
+
+    def violation(self, X: torch.Tensor) -> torch.Tensor:
+        """Constraint violation ``(N,)`` in MW: |balance| + line overloads + bound excess."""
+        balance = (X.sum(-1) - self.total_demand).abs()
+        over = torch.relu(self.line_flows(X).abs() - self._rate.to(X)).sum(-1)
+        lo, hi = self.lower.to(X), self.upper.to(X)
+        bounds = (torch.relu(lo - X) + torch.relu(X - hi)).sum(-1)
+        return balance + over + bounds
+
+    def f(self, X: torch.Tensor) -> torch.Tensor:
+        return self.cost(X) + self.penalty * self.violation(X)
+
+    def _solve(self) -> None:
+        import warnings
+
+        from icml26_core.datasets import load_power_grid
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pandapower as pp
+
+            if self.case not in _OPF_NETS:  # one net per case, its loads reset per solve
+                _OPF_NETS[self.case] = load_power_grid(self.case)
+            net = _OPF_NETS[self.case]
+            idx = net.load.index[net.load.in_service]
+            net.load.loc[idx, "p_mw"] = self.load_mw / net.load.loc[idx, "scaling"].to_numpy()
+            pp.rundcopp(net)
+        if not net.OPF_converged:
+            self._optimum, self._reference = float("nan"), None
+            return
+        self._optimum = float(net.res_cost)
+        res = {"ext_grid": net.res_ext_grid, "gen": net.res_gen}
+        self._reference = np.array([float(res[et].at[i, "p_mw"]) for et, i in self.model.gen_index])
+
+    @property
+    def optimum(self) -> float:  # type: ignore[override]
+        """The DC OPF cost of pandapower's ``rundcopp`` for this scenario, solved lazily.
+
+        For reporting only: training never reads it. NaN if the OPF does not converge.
+        """
+        if self._optimum is None:
+            self._solve()
+        assert self._optimum is not None
+        return self._optimum
+
+    @property
+    def reference_dispatch(self) -> np.ndarray | None:
+        """The DC OPF dispatch ``(G,)`` of ``rundcopp`` in MW (ext grids first), or None."""
+        if self._optimum is None:
+            self._solve()
+        return self._reference
+
+
+@dataclass(frozen=True)
+class DCDispatch(ProblemFamily):
+    """DC economic dispatch on a pandapower case: minimize cost, penalize violations.
+
+    Variables: the active power of every generator (external grids first, then the
+    ``gen`` table), MW, in the box ``[min_p_mw, max_p_mw]``. Objective: the case's
+    polynomial cost ``sum c0 + c1 p + c2 p^2`` plus ``penalty * violation`` with
+    ``violation = |sum p - demand| + sum_lines max(|flow| - rate, 0)`` (MW; flows from
+    the PTDF of ``pandapower.pypower.makePTDF`` after ``rundcpp``, limits the case's
+    ``RATE_A``) and ``penalty`` 10x the largest marginal cost in the box. An instance
+    scales every load by a common factor U[0.85, 1.15] times its own U[0.9, 1.1].
+    ``optimum`` is pandapower's ``rundcopp`` cost (reporting only).
+
+    Args:
+        case: A pandapower case of :func:`icml26_core.datasets.load_power_grid`
+            (default ``"case30"``: 6 generators, 41 lines).
+
+    Raises:
+        ImportError: If pandapower is not installed (``pip install 'flow-optimizer[repro]'``).
+    """
+
+    case: str = "case30"
+    name = "dispatch"
+
+    @property
+    def n_generators(self) -> int:
+        """The instances' dimension (generators incl. external grids)."""
+        return len(_grid_model(self.case).pmin)
+
+    def sample_instance(self, rng: np.random.Generator, dim: int | None = None) -> Problem:
+        """Draw a load scenario of the case.
+
+        Args:
+            rng: Numpy generator.
+            dim: None, or the case's generator count (the dimension is the case's).
+
+        Raises:
+            ValueError: If ``dim`` is given and differs from the case's generator count.
+            TypeError: If ``rng`` is not a ``np.random.Generator``.
+        """
+        rng = _check_rng(rng)
+        model = _grid_model(self.case)
+        if dim is not None and dim != len(model.pmin):
+            raise ValueError(
+                f"dim must be None or {len(model.pmin)} (the generators of {self.case}), got {dim}"
+            )
+        scale = rng.uniform(0.85, 1.15) * rng.uniform(0.9, 1.1, len(model.load_mw))
+        return _DispatchInstance(self.case, model, model.load_mw * scale)
+
+
 FAMILIES = {
     "rastrigin": Rastrigin,
     "ackley": Ackley,
@@ -352,6 +578,7 @@ FAMILIES = {
     "levy": Levy,
     "arm-ik": ArmIK,
     "newsvendor": Newsvendor,
+    "dispatch": DCDispatch,
 }
 
 
