@@ -171,7 +171,7 @@ def test_dispatch_case30_ptdf_and_objective_match_numpy():
         want.append(cost + p.penalty * viol)
     np.testing.assert_allclose(p.f(X).numpy(), want, rtol=1e-10)
     assert np.all(p.f(X).numpy() >= p.lower_bound)
-    F, G = p.value_and_grad(X)
+    _, G = p.value_and_grad(X)
     h = 1e-5
     for j in range(6):
         e = torch.zeros(6, dtype=torch.float64)

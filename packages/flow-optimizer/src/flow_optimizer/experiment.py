@@ -97,8 +97,8 @@ def _instances(name: str, dim: int, seed: int, n: int, *, big: bool = False) -> 
     The dispatch has its case's own dimension (case30, or case118 with ``big``).
     """
     if name == "dispatch":
-        fam = DCDispatch(DISPATCH_BIG if big else DISPATCH_CASE)
-        return [fam.sample_instance(np.random.default_rng(seed + i)) for i in range(n)]
+        grid = DCDispatch(DISPATCH_BIG if big else DISPATCH_CASE)
+        return [grid.sample_instance(np.random.default_rng(seed + i)) for i in range(n)]
     fam = family(name)
     d = 10 * dim if big else dim
     return [fam.sample_instance(np.random.default_rng(seed + i), d) for i in range(n)]
@@ -174,7 +174,7 @@ def _run_all(
     secs: dict[str, float] = {m: 0.0 for m in methods}
     for i, p in enumerate(problems):
         seed = TEST_SEED + i
-        runs = {
+        runs: dict[str, Any] = {
             FLOW: lambda p=p, s=seed: learned[FLOW].minimize(p, budget, seed=s),
             STAGE1: lambda p=p, s=seed: learned[STAGE1].minimize(p, budget, seed=s),
             CMA: lambda p=p, s=seed: cma_es(p, budget, seed=s),

@@ -449,8 +449,9 @@ class _DispatchInstance(Problem):
         self._ptdf = torch.as_tensor(model.ptdf, dtype=torch.float64)  # (nl, nb)
         self._rate = torch.as_tensor(np.where(np.isfinite(model.rate_mw), model.rate_mw, 1e12))
         self._cost = torch.as_tensor(model.cost, dtype=torch.float64)
-        self.lower = torch.as_tensor(model.pmin, dtype=torch.float64)
-        self.upper = torch.as_tensor(model.pmax, dtype=torch.float64)
+        self._pmin = torch.as_tensor(model.pmin, dtype=torch.float64)
+        self._pmax = torch.as_tensor(model.pmax, dtype=torch.float64)
+        self.lower, self.upper = self._pmin, self._pmax
         # exact-penalty weight, fixed from the case: 10x the largest marginal cost in the box
         self.penalty = 10.0 * float((model.cost[:, 1] + 2 * model.cost[:, 2] * model.pmax).max())
         c = model.cost
@@ -473,7 +474,7 @@ class _DispatchInstance(Problem):
         """Constraint violation ``(N,)`` in MW: |balance| + line overloads + bound excess."""
         balance = (X.sum(-1) - self.total_demand).abs()
         over = torch.relu(self.line_flows(X).abs() - self._rate.to(X)).sum(-1)
-        lo, hi = self.lower.to(X), self.upper.to(X)
+        lo, hi = self._pmin.to(X), self._pmax.to(X)
         bounds = (torch.relu(lo - X) + torch.relu(X - hi)).sum(-1)
         return balance + over + bounds
 
