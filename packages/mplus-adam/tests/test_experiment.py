@@ -35,6 +35,15 @@ def test_train_runs_every_method():
     assert out["master_bytes"] < out["state_bytes"]  # fp4 master: far below fp32 moments
 
 
+def test_stuck_is_measured_for_optimi_kahan():
+    # optimi's step overwrites the gradient buffer: the stuck mask must read it before the
+    # step (an earlier version read it after and reported 0 for Kahan).
+    pytest.importorskip("mlxtend")
+    pytest.importorskip("optimi")
+    out = train(KAHAN, "bf16", seed=0, data=_data(), lr=1e-4, lr_mult=0.0, steps=4, hidden=8)
+    assert out["stuck_mean"] > 0.05
+
+
 @pytest.mark.slow
 def test_experiment_smoke(tmp_path):
     result = check_experiment("mplus-adam", tmp_path)

@@ -174,9 +174,11 @@ def train(
         loss = torch.nn.functional.cross_entropy(_forward(params, Xtr[idx]), ytr[idx])
         loss.backward()
         before = [p.detach().clone() for p in params]
+        # read before the step: optimi's step overwrites the gradient buffer in place
+        moved = [p.grad != 0 for p in params]
         opt.step()
-        for s, p, b in zip(stuck, params, before, strict=True):
-            s += ((p.detach() == b) & (p.grad != 0)).to(torch.int32)
+        for s, p, b, g in zip(stuck, params, before, moved, strict=True):
+            s += ((p.detach() == b) & g).to(torch.int32)
     for g in opt.param_groups:
         g.pop("lr0"), g.pop("lr_mult0")
     loss, acc = _loss(params, data[eval_split])
@@ -338,6 +340,8 @@ class _LMStep:
         import torch
 
         before = [p.detach().clone() for p in self.params]
+        # read before the step: optimi's step overwrites the gradient buffer in place
+        moved = [None if p.grad is None else p.grad != 0 for p in self.params]
         if self.masters is None:
             self.inner.step()
         else:
@@ -347,9 +351,9 @@ class _LMStep:
             with torch.no_grad():
                 for p, m in zip(self.params, self.masters, strict=True):
                     p.copy_(m)
-        for s, p, b in zip(self.stuck, self.params, before, strict=True):
-            if p.grad is not None:
-                s += ((p.detach() == b) & (p.grad != 0)).to(torch.int32)
+        for s, p, b, g in zip(self.stuck, self.params, before, moved, strict=True):
+            if g is not None:
+                s += ((p.detach() == b) & g).to(torch.int32)
         self.steps += 1
 
     def weight_bytes(self) -> int:
