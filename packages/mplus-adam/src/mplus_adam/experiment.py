@@ -5,8 +5,10 @@ the master weights stored only in a low-precision format (bf16, fp8_e4m3, fp4_e2
 the forward and backward run in fp32 on the stored values (emulation: the weights are
 exactly the format's values). Methods at every format: Adam with round-to-nearest (the
 failure mode), Adam with stochastic rounding, Madam-style multiplicative Adam, and M+Adam
-("combined" and "fallback"); at bf16 also torch-optimi's AdamW with Kahan summation
-(a second bf16 buffer: a hidden higher-precision copy). The reference is
+("combined" and "fallback"); at bf16 also two peers: torch-optimi's AdamW with Kahan
+summation (a second bf16 buffer: a hidden higher-precision copy) and torchao's AdamW with
+bf16 stochastic rounding (``torchao.optim._AdamW(..., bf16_stochastic_round=True)``,
+moments in bf16, its convention). The reference is
 ``torch.optim.AdamW`` with fp32 master weights; the floor is the untrained network.
 
 Tuning (nothing tuned on what the verdicts read): each method gets the same 3-point grid,
@@ -29,7 +31,7 @@ LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2)
 # The LM part (tiny Llama on Shakespeare bytes): its own grid, tuned on AdamW at fp32.
 LM_LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2)
 LM_LR_MULT_GRID = (3e-3, 1e-2, 3e-2, 1e-1)
-LM_METHODS = ("Adam-nearest", "Adam-stochastic", "M+Adam combined")
+LM_METHODS = ("Adam-nearest", "Adam-stochastic", "M+Adam combined", "M+Adam fallback")
 LM_BETAS = (0.9, 0.95)
 # Relative steps must exceed half a relative ulp to survive nearest rounding
 # (2^-9 = 0.002 in bf16): the grid starts above it (ours).
@@ -38,6 +40,9 @@ TUNING_SEEDS = (100,)
 LOW_FORMATS = ("bf16", "fp8_e4m3", "fp4_e2m1")
 METHODS = ("Adam-nearest", "Adam-stochastic", "Madam", "M+Adam combined", "M+Adam fallback")
 KAHAN = "optimi AdamW Kahan"
+TORCHAO = "torchao AdamW bf16-SR"
+# The peers run at bf16 only: both act on real torch.bfloat16 tensors.
+PEERS = (KAHAN, TORCHAO)
 REFERENCE = "AdamW fp32 master"
 FLOOR = "untrained (floor)"
 
@@ -91,6 +96,18 @@ def _loss(params: list[Any], split: tuple[Any, Any]) -> tuple[float, float]:
     return loss, acc
 
 
+def _torchao_sr_adamw(params: list[Any], lr: float, betas: tuple[float, float]) -> Any:
+    """The torchao peer: AdamW with bf16 stochastic rounding (beside Adam-stochastic).
+
+    ``torchao.optim._AdamW`` (torchao 0.18) keeps its moments in the parameters' dtype
+    (bf16 here) and compiles its step with ``torch.compile`` (on CPU too); its ``lr`` is a
+    tensor, so schedules must ``fill_`` it.
+    """
+    from torchao.optim import _AdamW
+
+    return _AdamW(params, lr=lr, betas=betas, weight_decay=0.0, bf16_stochastic_round=True)
+
+
 def _optimizer(
     method: str, fmt: str, params: list[Any], lr: float, lr_mult: float, seed: int
 ) -> Any:
@@ -105,6 +122,8 @@ def _optimizer(
         import optimi
 
         return optimi.AdamW(params, lr=lr, weight_decay=0.0, kahan_sum=True, foreach=False)
+    if method == TORCHAO:
+        return _torchao_sr_adamw(params, lr, (0.9, 0.999))
     if method == "Adam-nearest":
         return LowPrecisionAdam(params, lr=lr, rounding="nearest", **common)
     if method == "Adam-stochastic":
@@ -137,14 +156,17 @@ def train(
     params = _init(seed, hidden, dtype)
     opt = _optimizer(method, fmt, params, lr, lr_mult, seed)
     for g in opt.param_groups:
-        g["lr0"], g["lr_mult0"] = g["lr"], g.get("lr_mult", 0.0)
+        g["lr0"], g["lr_mult0"] = float(g["lr"]), g.get("lr_mult", 0.0)
     Xtr, ytr = data["train"]
     gen = torch.Generator().manual_seed(seed)
     stuck = [torch.zeros(p.shape, dtype=torch.int32) for p in params]
     for t in range(steps):
         f = 0.5 * (1.0 + math.cos(math.pi * t / steps))
         for g in opt.param_groups:
-            g["lr"] = g["lr0"] * f
+            if isinstance(g["lr"], torch.Tensor):  # torchao keeps lr as a tensor
+                g["lr"].fill_(g["lr0"] * f)
+            else:
+                g["lr"] = g["lr0"] * f
             if "lr_mult" in g:
                 g["lr_mult"] = g["lr_mult0"] * f
         idx = torch.randint(0, len(ytr), (batch,), generator=gen)
@@ -152,9 +174,11 @@ def train(
         loss = torch.nn.functional.cross_entropy(_forward(params, Xtr[idx]), ytr[idx])
         loss.backward()
         before = [p.detach().clone() for p in params]
+        # read before the step: optimi's step overwrites the gradient buffer in place
+        moved = [p.grad != 0 for p in params]
         opt.step()
-        for s, p, b in zip(stuck, params, before, strict=True):
-            s += ((p.detach() == b) & (p.grad != 0)).to(torch.int32)
+        for s, p, b, g in zip(stuck, params, before, moved, strict=True):
+            s += ((p.detach() == b) & g).to(torch.int32)
     for g in opt.param_groups:
         g.pop("lr0"), g.pop("lr_mult0")
     loss, acc = _loss(params, data[eval_split])
@@ -263,9 +287,88 @@ def _lm_optimizer(method: str, fmt: str, params: Any, lr: float, lr_mult: float,
         return LowPrecisionAdam(params, lr=lr, rounding="nearest", **common)
     if method == "Adam-stochastic":
         return LowPrecisionAdam(params, lr=lr, rounding="stochastic", **common)
-    if method == "M+Adam combined":
-        return MPlusAdam(params, lr=lr, lr_mult=lr_mult, mode="combined", **common)
-    raise ValueError(f"method must be one of {(REFERENCE, *LM_METHODS)}, got {method!r}")
+    if method == KAHAN:
+        import optimi
+
+        return optimi.AdamW(
+            params, lr=lr, betas=LM_BETAS, weight_decay=0.0, kahan_sum=True, foreach=False
+        )
+    if method == TORCHAO:
+        return _torchao_sr_adamw(params, lr, LM_BETAS)
+    if method in ("M+Adam combined", "M+Adam fallback"):
+        mode = "combined" if method == "M+Adam combined" else "fallback"
+        return MPlusAdam(params, lr=lr, lr_mult=lr_mult, mode=mode, **common)
+    raise ValueError(f"method must be one of {(REFERENCE, *LM_METHODS, *PEERS)}, got {method!r}")
+
+
+class _LMStep:
+    """The LM's optimizer as ``train_lm`` sees it: counts the updates rounded away.
+
+    The model stays fp32 (forward and backward in fp32 on the stored values). Our
+    optimizers round the fp32 tensors onto their format's grid themselves; the peers
+    (optimi Kahan, torchao SR) only act on real ``torch.bfloat16`` tensors, so for them
+    ``bf16_masters=True`` keeps bf16 master tensors, hands them the gradient rounded to
+    bf16 (what a bf16 model would give them), steps them and writes them back into the
+    model, whose fp32 tensors then hold exactly the bf16 values (no extra precision).
+    ``stuck`` counts, per coordinate, the steps with a nonzero gradient after which the
+    stored weight did not change.
+    """
+
+    def __init__(self, params: list[Any], build: Any, *, bf16_masters: bool) -> None:
+        import torch
+
+        self.params = params
+        self.masters: list[Any] | None = None
+        if bf16_masters:
+            self.masters = [p.detach().to(torch.bfloat16).requires_grad_(True) for p in params]
+            with torch.no_grad():
+                for p, m in zip(params, self.masters, strict=True):
+                    p.copy_(m)
+        self.inner = build(params if self.masters is None else self.masters)
+        self.stuck = [torch.zeros(p.shape, dtype=torch.int32) for p in params]
+        self.steps = 0
+
+    @property
+    def param_groups(self) -> Any:
+        return self.inner.param_groups
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params + (self.masters or []):
+            p.grad = None
+
+    def step(self, closure: Any = None) -> None:
+        import torch
+
+        before = [p.detach().clone() for p in self.params]
+        # read before the step: optimi's step overwrites the gradient buffer in place
+        moved = [None if p.grad is None else p.grad != 0 for p in self.params]
+        if self.masters is None:
+            self.inner.step()
+        else:
+            for p, m in zip(self.params, self.masters, strict=True):
+                m.grad = None if p.grad is None else p.grad.to(torch.bfloat16)
+            self.inner.step()
+            with torch.no_grad():
+                for p, m in zip(self.params, self.masters, strict=True):
+                    p.copy_(m)
+        for s, p, b, g in zip(self.stuck, self.params, before, moved, strict=True):
+            if g is not None:
+                s += ((p.detach() == b) & g).to(torch.int32)
+        self.steps += 1
+
+    def weight_bytes(self) -> int:
+        """Bytes of the master weights and of any compensation (Kahan) buffer."""
+        import torch
+
+        from mplus_adam import state_bytes
+
+        comp = sum(
+            v.numel() * v.element_size()
+            for st in self.inner.state.values()
+            for k, v in st.items()
+            if isinstance(v, torch.Tensor) and k == "kahan_comp"
+        )
+        return state_bytes(self.inner)["master"] + comp
 
 
 def lm_data(n_val: int | None = None) -> dict[str, Any]:
@@ -300,14 +403,21 @@ def train_lm_run(
     """Train ``tiny_llama(size)`` through the core's ``train_lm``.
 
     The forward runs in fp32 on the stored values. Returns the final loss on
-    ``eval_split`` (nats/byte) and the master bytes per parameter.
+    ``eval_split`` (nats/byte), the stuck shares (all, and per decile of the final
+    ``|w|``) and the bytes per parameter of the master weights and any Kahan buffer.
     """
     from icml26_core.lm import tiny_llama, train_lm
 
-    from mplus_adam import state_bytes
+    from mplus_adam import binned_stuck
 
+    if method in PEERS and fmt != "bf16":
+        raise ValueError(f"fmt must be 'bf16' for the peer {method!r}, got {fmt!r}")
     model = tiny_llama(size, vocab_size=256, seed=seed, max_seq_len=max(seq_len, 64))
-    opt = _lm_optimizer(method, fmt, list(model.parameters()), lr, lr_mult, seed)
+    opt = _LMStep(
+        list(model.parameters()),
+        lambda ps: _lm_optimizer(method, fmt, ps, lr, lr_mult, seed),
+        bf16_masters=method in PEERS,
+    )
     hist = train_lm(
         model,
         data["train"],
@@ -316,7 +426,7 @@ def train_lm_run(
         batch_size=batch,
         seq_len=seq_len,
         optimizer=opt,
-        scheduler=lambda o: _BothRates(o, steps),
+        scheduler=lambda o: _BothRates(o.inner, steps),
         eval_every=steps,
         eval_batches=eval_batches,
         seed=seed,
@@ -324,12 +434,19 @@ def train_lm_run(
     loss = float(hist.val_loss[-1]) if not hist.diverged else float("nan")
     if not math.isfinite(loss):
         loss = float("nan")
-    n_params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    import torch
+
+    n_params = sum(p.numel() for p in opt.params)
+    rates = torch.cat([s.flatten().float() / max(opt.steps, 1) for s in opt.stuck])
+    weights = torch.cat([p.detach().float().flatten() for p in opt.params])
+    _, deciles = binned_stuck(weights, rates, bins=10)
     return {
         "loss": loss,
         "diverged": bool(hist.diverged),
-        "weight_bytes_per_param": state_bytes(opt)["master"] / n_params,
+        "weight_bytes_per_param": opt.weight_bytes() / n_params,
         "n_params": n_params,
+        "stuck_mean": rates.mean().item(),
+        "stuck_deciles": [float(d) for d in deciles],
     }
 
 
@@ -339,6 +456,75 @@ def _unigram_floor(data: dict[str, Any]) -> tuple[float, float]:
     logp = np.log(counts / counts.sum())
     test = np.asarray(data["test"])
     return math.log(256.0), float(-logp[test].mean())
+
+
+def _lower(statement: str, ours: list[float], other: list[float], names: Any, metric: str) -> Claim:
+    """``ours`` reaches a lower value of ``metric`` than ``other``: paired one-sided t."""
+    return Claim.superior(
+        statement, ours, other, names=names, metric=metric, higher_is_better=False, test="t"
+    )
+
+
+def _precision_claims(titles: dict[str, str], formats: Any, part: Any) -> list[Claim]:
+    """Claims 1/2 (MLP) and 6/7 (LM), built by one function.
+
+    At each format of ``titles`` that was run, M+Adam beats Adam-nearest and
+    Adam-stochastic; ``part(fmt, other)`` builds each half.
+    """
+    return [
+        Claim.all_of(title, [part(fmt, "Adam-nearest"), part(fmt, "Adam-stochastic")])
+        for fmt, title in titles.items()
+        if fmt in formats
+    ]
+
+
+def _stuck_claim(title: str, nearest: list[dict[str, Any]], mplus: list[dict[str, Any]]) -> Claim:
+    """Claims 3 (MLP) and 10 (LM): stuck shares by ``|w|`` decile.
+
+    Adam-nearest's stuck share rises from the bottom to the top ``|w|`` decile, and
+    M+Adam's top-decile share is lower than Adam-nearest's.
+    """
+    top_adam = [r["stuck_deciles"][-1] for r in nearest]
+    bot_adam = [r["stuck_deciles"][0] for r in nearest]
+    top_mp = [r["stuck_deciles"][-1] for r in mplus]
+    return Claim.all_of(
+        title,
+        [
+            Claim.superior(
+                "Adam-nearest: top-decile stuck share > bottom-decile's.",
+                top_adam,
+                bot_adam,
+                names=("top |w| decile", "bottom |w| decile"),
+                metric="share of steps whose update was rounded away",
+                test="t",
+            ),
+            _lower(
+                "M+Adam's top-decile stuck share < Adam-nearest's.",
+                top_mp,
+                top_adam,
+                ("M+Adam", "Adam-nearest"),
+                "top-decile stuck share",
+            ),
+        ],
+    )
+
+
+def _rounding_ablation(
+    title: str,
+    ref: list[float],
+    mp32: list[float],
+    mp_bf16: list[float],
+    adam_bf16: list[float],
+    metric: str,
+) -> Claim:
+    """Claims 5 (MLP) and 8 (LM): the rounding ablation.
+
+    M+Adam's loss increase from fp32 to bf16 master weights is smaller than Adam's
+    (Adam-nearest bf16 minus fp32 AdamW), paired by seed.
+    """
+    cost_mp = [b - a for a, b in zip(mp32, mp_bf16, strict=True)]
+    cost_adam = [b - a for a, b in zip(ref, adam_bf16, strict=True)]
+    return _lower(title, cost_mp, cost_adam, ("M+Adam bf16 - fp32", "Adam bf16 - fp32"), metric)
 
 
 def run_lm(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
@@ -375,6 +561,7 @@ def run_lm(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
     # M+Adam at fp32 too: is its gain from rounding or from its update rule? (claim 8)
     runs = [(REFERENCE, "fp32"), ("M+Adam combined", "fp32")]
     runs += [(m, f) for f in formats for m in LM_METHODS]
+    runs += [(m, "bf16") for m in PEERS if "bf16" in formats]
     res: dict[tuple[str, str], list[dict[str, Any]]] = {r: [] for r in runs}
     for (method, fmt), seed in ctx.progress(
         [(r, s) for s in range(n_seeds) for r in runs], "LM: training runs"
@@ -400,6 +587,8 @@ def run_lm(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
             "val loss",
             "gap to fp32 AdamW",
             "diverged",
+            "stuck (all)",
+            "stuck (top decile of abs w)",
             "weight bytes/param",
             "n",
         ],
@@ -414,6 +603,8 @@ def run_lm(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
                 "val loss": val,
                 "gap to fp32 AdamW": val - float(np.mean(ref)),
                 "diverged": 0,
+                "stuck (all)": float("nan"),
+                "stuck (top decile of abs w)": float("nan"),
                 "weight bytes/param": float("nan"),
                 "n": 1,
             },
@@ -429,6 +620,10 @@ def run_lm(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
                 "val loss": float(np.nanmean(loss)),
                 "gap to fp32 AdamW": float(np.nanmean(loss) - np.mean(ref)),
                 "diverged": sum(r["diverged"] for r in res[(method, fmt)]),
+                "stuck (all)": float(np.mean([r["stuck_mean"] for r in res[(method, fmt)]])),
+                "stuck (top decile of abs w)": float(
+                    np.mean([r["stuck_deciles"][-1] for r in res[(method, fmt)]])
+                ),
                 "weight bytes/param": res[(method, fmt)][0]["weight_bytes_per_param"],
                 "n": len(loss),
             },
@@ -444,47 +639,51 @@ def run_lm(ctx: RunContext) -> tuple[list[Table], list[Claim], dict[str, Any]]:
         tune_table.add_row(parameter="lr_mult", value=m, **{"validation loss": v})
 
     def loss_claim(fmt: str, other: str) -> Claim:
-        return Claim.superior(
+        return _lower(
             f"LM at {fmt}: M+Adam (combined) reaches a lower validation loss than {other}.",
             col("M+Adam combined", fmt),
             col(other, fmt),
-            names=(f"M+Adam {fmt}", f"{other} {fmt}"),
-            metric="final held-out validation loss (nats/byte)",
-            higher_is_better=False,
-            test="t",
+            (f"M+Adam {fmt}", f"{other} {fmt}"),
+            "final held-out validation loss (nats/byte)",
         )
 
-    claims = [
-        Claim.all_of(
-            "6. Language model (tiny Llama, Shakespeare bytes): at bf16 master weights, "
+    claims = _precision_claims(
+        {
+            "bf16": "6. Language model (tiny Llama, Shakespeare bytes): at bf16 master weights, "
             "M+Adam's validation-loss gap to fp32-master AdamW is smaller than Adam-nearest's "
             "and Adam-stochastic's (claim 1 on the LM).",
-            [loss_claim("bf16", "Adam-nearest"), loss_claim("bf16", "Adam-stochastic")],
-        )
-    ]
-    if "fp8_e4m3" in formats:
-        claims.append(
-            Claim.all_of(
-                "7. Language model: at fp8 (e4m3) master weights, M+Adam beats Adam-nearest "
-                "and Adam-stochastic (claim 2 on the LM).",
-                [loss_claim("fp8_e4m3", "Adam-nearest"), loss_claim("fp8_e4m3", "Adam-stochastic")],
-            )
-        )
-    ref_lm = col(REFERENCE, "fp32")
-    mp32 = col("M+Adam combined", "fp32")
-    cost_mp = [b - a for a, b in zip(mp32, col("M+Adam combined", "bf16"), strict=True)]
-    cost_adam = [b - a for a, b in zip(ref_lm, col("Adam-nearest", "bf16"), strict=True)]
+            "fp8_e4m3": "7. Language model: at fp8 (e4m3) master weights, M+Adam beats "
+            "Adam-nearest and Adam-stochastic (claim 2 on the LM).",
+        },
+        formats,
+        loss_claim,
+    )
     claims.append(
-        Claim.superior(
+        _rounding_ablation(
             "8. Ablation on the LM (ours): M+Adam's loss increase from fp32 to bf16 master "
             "weights is smaller than Adam's (Adam-nearest bf16 minus fp32 AdamW), i.e. its "
             "gain at bf16 comes from surviving the rounding, not only from its update rule.",
-            cost_mp,
-            cost_adam,
-            names=("M+Adam bf16 - fp32", "Adam bf16 - fp32"),
-            metric="validation-loss increase from fp32 to bf16 master (nats/byte)",
-            higher_is_better=False,
-            test="t",
+            col(REFERENCE, "fp32"),
+            col("M+Adam combined", "fp32"),
+            col("M+Adam combined", "bf16"),
+            col("Adam-nearest", "bf16"),
+            "validation-loss increase from fp32 to bf16 master (nats/byte)",
+        )
+    )
+    claims.append(
+        Claim.all_of(
+            "9. Peers on the LM at bf16: M+Adam reaches a lower validation loss than "
+            "torch-optimi's Kahan-summation AdamW and torchao's stochastic-rounding AdamW.",
+            [loss_claim("bf16", KAHAN), loss_claim("bf16", TORCHAO)],
+        )
+    )
+    claims.append(
+        _stuck_claim(
+            "10. On the LM at bf16, Adam-nearest's stuck fraction rises with |w| (top |w| "
+            "decile > bottom decile), and M+Adam's is lower in the top decile (claim 3 on "
+            "the LM).",
+            res[("Adam-nearest", "bf16")],
+            res[("M+Adam combined", "bf16")],
         )
     )
     out = {
@@ -518,7 +717,7 @@ def run(ctx: RunContext) -> Result:
     for fmt in formats:
         runs += [(m, fmt) for m in METHODS]
         if fmt == "bf16":
-            runs.append((KAHAN, fmt))
+            runs += [(m, fmt) for m in PEERS]
     res: dict[tuple[str, str], list[dict[str, Any]]] = {r: [] for r in runs}
     jobs = [(r, s) for s in seeds for r in runs]
     for (method, fmt), seed in ctx.progress(jobs, "training runs"):
@@ -604,73 +803,42 @@ def run(ctx: RunContext) -> Result:
         )
 
     def loss_claim(fmt: str, other: str) -> Claim:
-        return Claim.superior(
+        return _lower(
             f"At {fmt}, M+Adam (combined) reaches a lower test loss than {other}.",
             col("M+Adam combined", fmt, "loss"),
             col(other, fmt, "loss"),
-            names=(f"M+Adam {fmt}", f"{other} {fmt}"),
-            metric="final test loss (nats)",
-            higher_is_better=False,
-            test="t",
+            (f"M+Adam {fmt}", f"{other} {fmt}"),
+            "final test loss (nats)",
         )
 
-    claims = [
-        Claim.all_of(
-            "1. At bf16 master weights, M+Adam's test-loss gap to fp32-master AdamW is smaller "
-            "than Adam-nearest's and Adam-stochastic's (MLP; claim 6 is the LM).",
-            [loss_claim("bf16", "Adam-nearest"), loss_claim("bf16", "Adam-stochastic")],
-        )
-    ]
-    if "fp8_e4m3" in formats:
-        claims.append(
-            Claim.all_of(
-                "2. At fp8 (e4m3) master weights, M+Adam beats Adam-nearest and Adam-stochastic "
-                "(MLP; on the LM: claim 7, full scale only).",
-                [loss_claim("fp8_e4m3", "Adam-nearest"), loss_claim("fp8_e4m3", "Adam-stochastic")],
-            )
-        )
-    top_adam = [r["stuck_deciles"][-1] for r in res[("Adam-nearest", "bf16")]]
-    bot_adam = [r["stuck_deciles"][0] for r in res[("Adam-nearest", "bf16")]]
-    top_mp = [r["stuck_deciles"][-1] for r in res[("M+Adam combined", "bf16")]]
+    claims = _precision_claims(
+        {
+            "bf16": "1. At bf16 master weights, M+Adam's test-loss gap to fp32-master AdamW is "
+            "smaller than Adam-nearest's and Adam-stochastic's (MLP; claim 6 is the LM).",
+            "fp8_e4m3": "2. At fp8 (e4m3) master weights, M+Adam beats Adam-nearest and "
+            "Adam-stochastic (MLP; claim 7 is the LM).",
+        },
+        formats,
+        loss_claim,
+    )
     claims.append(
-        Claim.all_of(
+        _stuck_claim(
             "3. At bf16, Adam-nearest's stuck fraction rises with |w| (top |w| decile > bottom "
             "decile), and M+Adam's is lower in the top decile.",
-            [
-                Claim.superior(
-                    "Adam-nearest: top-decile stuck share > bottom-decile's.",
-                    top_adam,
-                    bot_adam,
-                    names=("top |w| decile", "bottom |w| decile"),
-                    metric="share of steps whose update was rounded away",
-                    test="t",
-                ),
-                Claim.superior(
-                    "M+Adam's top-decile stuck share < Adam-nearest's.",
-                    top_mp,
-                    top_adam,
-                    names=("M+Adam", "Adam-nearest"),
-                    metric="top-decile stuck share",
-                    higher_is_better=False,
-                    test="t",
-                ),
-            ],
+            res[("Adam-nearest", "bf16")],
+            res[("M+Adam combined", "bf16")],
         )
     )
-    mp32 = col("M+Adam combined", "fp32", "loss")
-    cost_mp = [b - a for a, b in zip(mp32, col("M+Adam combined", "bf16", "loss"), strict=True)]
-    cost_adam = [b - a for a, b in zip(ref, col("Adam-nearest", "bf16", "loss"), strict=True)]
     claims.append(
-        Claim.superior(
+        _rounding_ablation(
             "5. Ablation (ours): M+Adam's win at bf16 comes from rounding, not from a larger "
             "step: its loss increase from fp32 to bf16 master weights is smaller than Adam's "
             "(Adam-nearest bf16 minus fp32 AdamW).",
-            cost_mp,
-            cost_adam,
-            names=("M+Adam bf16 - fp32", "Adam bf16 - fp32"),
-            metric="test-loss increase from fp32 to bf16 master (nats)",
-            higher_is_better=False,
-            test="t",
+            ref,
+            col("M+Adam combined", "fp32", "loss"),
+            col("M+Adam combined", "bf16", "loss"),
+            col("Adam-nearest", "bf16", "loss"),
+            "test-loss increase from fp32 to bf16 master (nats)",
         )
     )
     wb = {
@@ -694,7 +862,7 @@ def run(ctx: RunContext) -> Result:
         "Emulation: the forward and backward run in fp32 on the stored values; bf16 weights "
         "are real torch.bfloat16 tensors, fp8/fp4 weights are float32 tensors holding exactly "
         "the format's values (power-of-two scale per block of 32). Moments are fp32 for ours, "
-        "bf16 for optimi (its convention).",
+        "bf16 for optimi and torchao (their convention, on bf16 parameters).",
         "Stuck: a coordinate's update at a step is 'stuck' when its gradient is nonzero and the "
         "stored weight did not change; shares are over all steps, binned by final |w| deciles.",
     ]
@@ -713,7 +881,10 @@ def run(ctx: RunContext) -> Result:
         "values: the low-precision masters are fp32 tensors holding exactly bf16 values), "
         "trained by the core's train_lm (gradient norm clipped to 1, warm-up 10% then cosine "
         "to 0.1x on lr and lr_mult alike, betas (0.9, 0.95), no weight decay, fp32 moments). "
-        "Tuning reads the first half of the validation split, the verdicts the second half."
+        "Tuning reads the first half of the validation split, the verdicts the second half. "
+        "The peers (optimi Kahan, torchao SR) act only on torch.bfloat16 tensors: on the LM "
+        "they step bf16 master tensors with the gradient rounded to bf16, written back into "
+        "the fp32 model after each step; they use AdamW's tuned lr."
     )
     return Result(tables=[table, tune_table, *lm_tables], claims=claims, notes=notes, data=data_out)
 
