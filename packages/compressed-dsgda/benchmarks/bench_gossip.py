@@ -38,7 +38,14 @@ def main() -> None:
 
     def run(m, seed, steps=STEPS, every=10):
         return run_auc(
-            data, m, W, steps=steps, seed=seed, lr_primal=LR, lr_dual=LR, batch=BATCH,
+            data,
+            m,
+            W,
+            steps=steps,
+            seed=seed,
+            lr_primal=LR,
+            lr_dual=LR,
+            batch=BATCH,
             eval_every=every,
         )
 

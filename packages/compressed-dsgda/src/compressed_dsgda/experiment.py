@@ -242,7 +242,8 @@ def _run(ctx: RunContext) -> Result:
             "||grad_x f(x_bar, y*(x_bar))|| on the pooled training objective, y* in closed "
             "form (PESG: not computed, its model has a sigmoid); bits ratio: bits per node "
             f"/ uncompressed; target: uncompressed mean final AUC - 0.01 = {target:.4f}, "
-            f"evaluated every {eval_every} steps (blank: some seed never reached it); "
+            f"evaluated every {eval_every} steps (blank: some seed never reached it; the "
+            "torus rows are evaluated only at the end); "
             f"delta for a primal message of {d} entries."
         )
         tables.append(table)
