@@ -97,7 +97,7 @@ def _run(ctx: RunContext) -> Result:
         best, best_auc = LR_GRID[0], -1.0
         grid = ctx.pick(smoke=(0.3,), default=LR_GRID)
         for lr in ctx.progress(grid, f"{name}: step size on validation seed"):
-            tr = run_auc(
+            val = run_auc(
                 data,
                 methods[0],
                 W,
@@ -108,8 +108,8 @@ def _run(ctx: RunContext) -> Result:
                 batch=BATCH,
                 eval_every=steps,
             )
-            if tr.final_auc > best_auc:
-                best, best_auc = lr, tr.final_auc
+            if val.final_auc > best_auc:
+                best, best_auc = lr, val.final_auc
         lr = best
         # ---- LibAUC PESG's step size: the same protocol and grid size ------------------
         best_pesg, best_pesg_auc = LR_GRID[0], -1.0
@@ -202,20 +202,20 @@ def _run(ctx: RunContext) -> Result:
                 },
             )
         for m in torus_methods:
-            tr = torus[m.name]
+            t_runs = torus[m.name]
             table.add_row(
                 method=f"{m.name} (torus 2x4)",
                 delta=m.compressor.delta(d),
                 gamma=m.gamma if m.gamma is not None else default_gamma(m.compressor, d),
                 **{
-                    "AUC (nodes)": float(np.mean([t.final_auc for t in tr])),
-                    "AUC (avg model)": float(np.mean([t.final_auc_avg_model for t in tr])),
-                    "consensus": float(np.mean([t.final_consensus for t in tr])),
-                    "stationarity": float(np.mean([t.final_stationarity for t in tr])),
-                    "Mbit/node": float(np.mean([t.bits_per_node for t in tr])) / 1e6,
-                    "bits ratio": float(np.mean([t.bits_per_node for t in tr]))
+                    "AUC (nodes)": float(np.mean([t.final_auc for t in t_runs])),
+                    "AUC (avg model)": float(np.mean([t.final_auc_avg_model for t in t_runs])),
+                    "consensus": float(np.mean([t.final_consensus for t in t_runs])),
+                    "stationarity": float(np.mean([t.final_stationarity for t in t_runs])),
+                    "Mbit/node": float(np.mean([t.bits_per_node for t in t_runs])) / 1e6,
+                    "bits ratio": float(np.mean([t.bits_per_node for t in t_runs]))
                     / float(np.mean([t.bits_per_node for t in torus["uncompressed"]])),
-                    "n": len(tr),
+                    "n": len(t_runs),
                 },
             )
         table.add_row(
