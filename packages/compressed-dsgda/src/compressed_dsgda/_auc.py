@@ -16,7 +16,16 @@ import torch
 from compressed_dsgda.losses import AUCMarginMinMax, roc_auc
 from compressed_dsgda.optim import CompressedDSGDA
 
-__all__ = ["AUCData", "Method", "Trace", "load_auc_data", "run_auc", "run_pooled"]
+__all__ = [
+    "AUCData",
+    "Method",
+    "Trace",
+    "load_auc_data",
+    "primal_stationarity",
+    "run_auc",
+    "run_pesg",
+    "run_pooled",
+]
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,7 @@ class Trace:
     final_auc_avg_model: float = float("nan")
     final_consensus: float = float("nan")
     bits_per_node: float = float("nan")
+    final_stationarity: float = float("nan")  # ||grad_x f(x_bar, y*(x_bar))|| at the end
     diverged: bool = False
 
     def steps_to(self, target: float) -> float:
@@ -128,6 +138,40 @@ class Trace:
 
 def _test_auc(data: AUCData, w: Any) -> float:
     return roc_auc(data.X_test @ w, data.y_test)
+
+
+def primal_stationarity(data: AUCData, w: Any, a: Any, b: Any, margin: float = 1.0) -> float:
+    """``||grad_x f(x, y*(x))||`` of the pooled training objective at ``x = (w, a, b)``.
+
+    ``f`` is the mean over the training rows of
+    :func:`~compressed_dsgda.losses.auc_margin_objective` (with equal-size shards, the
+    average of the nodes' objectives). It is a concave quadratic in ``alpha``, so
+    ``y*(x) = m + E[p h [y=0] - (1-p) h [y=1]] / (p(1-p))`` in closed form, and by
+    Danskin's theorem the norm is that of the gradient of ``max_alpha f(x, alpha)``.
+
+    Args:
+        data: The task (its training rows).
+        w: Weights, float (d,).
+        a: The primal scalar ``a`` (a 0-d tensor or a float).
+        b: The primal scalar ``b``, likewise.
+        margin: ``m``.
+
+    Returns:
+        The Euclidean norm over ``(w, a, b)``, a float.
+    """
+    from compressed_dsgda.losses import auc_margin_objective
+
+    p = data.p
+    w = torch.as_tensor(w, dtype=torch.float32).detach().clone().requires_grad_(True)
+    a = torch.as_tensor(a, dtype=torch.float32).detach().clone().requires_grad_(True)
+    b = torch.as_tensor(b, dtype=torch.float32).detach().clone().requires_grad_(True)
+    h = data.X_train @ w
+    pos = (data.y_train > 0.5).to(h.dtype)
+    with torch.no_grad():
+        alpha = margin + torch.mean(p * h * (1 - pos) - (1 - p) * h * pos) / (p * (1 - p))
+    f = auc_margin_objective(h, data.y_train, a, b, alpha, p, margin).mean()
+    gw, ga, gb = torch.autograd.grad(f, (w, a, b))
+    return float(torch.sqrt((gw**2).sum() + ga**2 + gb**2))
 
 
 def run_auc(
@@ -194,6 +238,9 @@ def run_auc(
         trace.final_auc = trace.auc[-1]
         trace.final_auc_avg_model = trace.auc_avg_model[-1]
         trace.final_consensus = trace.consensus[-1]
+        trace.final_stationarity = primal_stationarity(
+            data, w.detach().mean(0), loss.a.detach().mean(), loss.b.detach().mean()
+        )
     trace.bits_per_node = float(np.mean(net.bits_sent))
     return trace
 
@@ -208,8 +255,12 @@ def run_pooled(
     batch: int = 16,
     n_nodes: int = 8,
     momentum: float = 0.9,
-) -> float:
-    """Single-machine momentum SGDA on the pooled data (batch ``n_nodes * batch``); test AUC."""
+) -> tuple[float, float]:
+    """Single-machine momentum SGDA on the pooled data (batch ``n_nodes * batch``).
+
+    Returns:
+        ``(test AUC, primal stationarity)`` at the end.
+    """
     d = data.X_train.shape[1]
     w = torch.zeros(d, requires_grad=True)
     loss = AUCMarginMinMax(p=data.p)
@@ -228,4 +279,53 @@ def run_pooled(
                     p -= lr_primal * bufs[k]
                 else:
                     p += lr_dual * bufs[k]
+    return _test_auc(data, w.detach()), primal_stationarity(data, w, loss.a, loss.b)
+
+
+def run_pesg(
+    data: AUCData,
+    *,
+    steps: int,
+    seed: int,
+    lr: float,
+    batch: int = 16,
+    n_nodes: int = 8,
+) -> float:
+    """LibAUC 2.0.1's ``PESG`` on ``AUCMLoss`` (v1, margin 1, ``imratio = p``), pooled data.
+
+    The same linear model ``h = w . x`` (passed through a sigmoid, as LibAUC's own
+    examples do: a monotone map, so the test AUC is that of ``w . x``), the same minibatch
+    stream size (``n_nodes * batch`` rows a step) and number of steps as the
+    decentralized runs; PESG's other settings are its defaults (momentum 0.9, epoch decay
+    2e-3, weight decay 1e-5, gradient clip 1). PESG draws its reference point from the
+    global torch generator: it is seeded from ``seed`` inside a forked RNG state.
+
+    Returns:
+        The test AUC at the end.
+
+    Raises:
+        ImportError: If LibAUC is not installed (``pip install "compressed-dsgda[peers]"``).
+    """
+    try:
+        from libauc.losses import AUCMLoss
+        from libauc.optimizers import PESG
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "the LibAUC reference needs libauc: pip install 'compressed-dsgda[peers]'"
+        ) from e
+    d = data.X_train.shape[1]
+    N = data.X_train.shape[0]
+    gen = torch.Generator().manual_seed(20_000 + seed)  # the pooled SGDA's row stream
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(30_000 + seed)
+        w = torch.zeros(d, requires_grad=True)
+        loss_fn = AUCMLoss(margin=1.0, imratio=data.p, device=torch.device("cpu"))
+        opt = PESG([w], loss_fn=loss_fn, lr=lr, verbose=False, device=torch.device("cpu"))
+        for _ in range(steps):
+            rows = torch.randint(0, N, (n_nodes * batch,), generator=gen)
+            pred = torch.sigmoid(data.X_train[rows] @ w)
+            loss = loss_fn(pred, data.y_train[rows])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     return _test_auc(data, w.detach())
