@@ -108,7 +108,9 @@ def test_task_b_tuning_reads_only_the_validation_seed_and_half(monkeypatch):
     tables, data = experiment._run_lm(cfg, lrs, 0.1, 0.1, lambda it, desc: it)
     tune = [c for c in calls if c["seed"] == experiment.VALIDATION_SEED]
     test = [c for c in calls if c["seed"] != experiment.VALIDATION_SEED]
-    assert len(tune) == 3 * len(experiment.LM_METHODS) and calls[: len(tune)] == tune
+    n_grid = sum(len(experiment._lm_factors(n)) for n in experiment.LM_METHODS)
+    assert n_grid == 3 * len(experiment.LM_METHODS) + 1  # AdamW: one point past its old edge
+    assert len(tune) == n_grid and calls[: len(tune)] == tune
     assert all(c["steps"] == 20 for c in tune) and all(c["steps"] == 200 for c in test)
     assert {c["seed"] for c in test} == {0, 1}
     # the tuning half and the test half of the validation split are disjoint and complete
@@ -117,7 +119,12 @@ def test_task_b_tuning_reads_only_the_validation_seed_and_half(monkeypatch):
     assert abs(len(v_tune) - len(v_test)) <= 1 and v_tune.base is v_test.base is not None
     hb = "heavyball SOAP f=10"
     assert data["grids"][hb] == (0.003, 0.01, 0.03)
-    assert all(data["grids"][n] == (0.001, 0.003, 0.01) for n in experiment.LM_METHODS if n != hb)
+    assert data["grids"]["AdamW"] == (0.001, 0.003, 0.01, 0.03)
+    assert all(
+        data["grids"][n] == (0.001, 0.003, 0.01)
+        for n in experiment.LM_METHODS
+        if n not in (hb, "AdamW")
+    )
     assert data["lr"] == dict.fromkeys(experiment.LM_METHODS, 0.003)
     assert data["at_grid_edge"] == {n: n == hb for n in experiment.LM_METHODS}
     assert {c["lr"] for c in test if c["make"] is not None} == {0.003}
@@ -145,3 +152,81 @@ def test_train_without_curve_reads_the_same_final_and_stops_at_a_non_finite_loss
 
     r = experiment._train(lambda p, lr: Poison(p, lr=lr), 0.1, 0, data, cfg, curve=False)
     assert r["diverged"] and math.isinf(r["final"]) and len(r["curve_loss"]) == 2
+
+
+def test_speed_claim_is_one_faster_claim_and_a_missed_target_counts_against_foam():
+    f1 = [1.0, 1.1, 0.9, 1.2, 1.0, 0.95, 1.05]
+    fast = [0.4 * t for t in f1]
+    c = experiment._speed_claim(fast, f1, budget=2.0)
+    assert c.verdict == "holds" and c.evidence is not None and c.evidence.n == 7
+    assert c.evidence.effect == pytest.approx(2.5, rel=1e-9)  # median ratio of 1 / 0.4
+    assert c.values["FOAM seeds reaching the target"] == "7/7"
+    # five of seven seeds never reach the target: the median is a miss, FOAM is far slower
+    missed = [None] * 5 + fast[5:]
+    c = experiment._speed_claim(missed, f1, budget=2.0)
+    assert c.verdict == "does not hold" and c.evidence.n == 7  # no pair dropped
+    assert c.evidence.effect == pytest.approx(1.0 / 2000.0, rel=1e-9)  # 1 s / (1000 x 2 s)
+    assert c.values["FOAM seeds reaching the target"] == "2/7" and "counts as" in c.rule
+    # one miss: still one claim with its interval, not a separate "every seed" rule
+    c = experiment._speed_claim([None, *fast[1:]], f1, budget=2.0)
+    assert c.evidence is not None and c.evidence.n == 7 and c.verdict != "holds"
+    with pytest.raises(ValueError, match="budget"):
+        experiment._speed_claim(fast, f1, budget=0.0)
+    with pytest.raises(ValueError, match="pair up"):
+        experiment._speed_claim(fast[:3], f1, budget=1.0)
+
+
+def _grid(final, diverged):
+    """A fake frequency x damping grid: final(f, d, seed) and diverged(f, d, seed)."""
+    return {
+        (f, d): [{"final": final(f, d, s), "diverged": diverged(f, d, s)} for s in range(7)]
+        for f in experiment.GRID_FREQUENCIES
+        for d in experiment.GRID_DAMPINGS
+    }
+
+
+def test_staleness_claim_is_paired_and_cannot_decide_damping_without_divergences():
+    grid = _grid(lambda f, d, s: 0.04 + 0.0004 * f + 0.001 * s, lambda f, d, s: False)
+    c = experiment._staleness_claim(grid)
+    hurt, damp = c.parts
+    assert hurt.verdict == "holds" and hurt.evidence.n == 7  # f=50 above f=1 on all 7 seeds
+    assert hurt.evidence.effect == pytest.approx(0.0004 * 49, rel=1e-9)
+    assert damp.verdict == "inconclusive" and "no run diverged" in damp.rule
+    assert damp.values["diverged at damping 1e-06"].startswith("0/21 [95% Wilson 0.00, 0.15")
+    assert c.verdict == "inconclusive"
+    # f=50 below f=1 on every seed: part 1 does not hold, and so neither does the claim
+    c = experiment._staleness_claim(
+        _grid(lambda f, d, s: 0.1 - 0.001 * f + 0.001 * s, lambda f, d, s: False)
+    )
+    assert c.parts[0].verdict == "does not hold" and c.verdict == "does not hold"
+
+
+def test_staleness_claim_damping_part_reads_the_trend_of_divergences():
+    def final(f, d, s):
+        return 0.04 + 0.0004 * f + 0.001 * s
+
+    # 15 of 21 runs diverge at 1e-6, 4 at 1e-4, none at 1e-2: the rate falls with damping
+    def diverged(f, d, s):
+        return (d == 1e-6 and s < 5) or (d == 1e-4 and s < 2 and f < 50)
+
+    many = experiment._staleness_claim(_grid(final, diverged))
+    damp = many.parts[1]
+    assert damp.verdict == "holds" and damp.evidence.effect > 0 and damp.evidence.n == 63
+    assert "no run diverged" not in damp.rule
+    # the same count at every damping: no trend, not "holds"
+    flat = experiment._staleness_claim(_grid(final, lambda f, d, s: s < 2))
+    assert flat.parts[1].verdict != "holds"
+
+
+def test_wilson_interval_matches_the_formula():
+    lo, hi = experiment.wilson_interval(0, 21)
+    z = 1.959963984540054
+    assert lo == pytest.approx(0.0, abs=1e-12)
+    assert hi == pytest.approx(z**2 / (21 + z**2), rel=1e-9)  # the k = 0 closed form
+    lo, hi = experiment.wilson_interval(5, 20)
+    p, n = 0.25, 20
+    centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z / (1 + z**2 / n) * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
+    assert (lo, hi) == pytest.approx((centre - half, centre + half), rel=1e-9)
+    with pytest.raises(ValueError, match="k <= n"):
+        experiment.wilson_interval(3, 2)
