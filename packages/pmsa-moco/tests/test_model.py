@@ -166,3 +166,49 @@ def test_bad_model_or_device_names_the_argument():
         train(torch.nn.Linear(2, 2), 5, 2, 1)
     with pytest.raises(ValueError, match="device"):
         train(PMSAModel(d_model=8, n_heads=2, n_layers=1), 5, 2, 1, 2, device="foo")
+
+
+def test_ablation_switches_drop_exactly_their_part():
+    """edge_aggregation=False equals PMSA with the edge update zeroed; decoder_edge_bias=False
+    equals PMSA with the decoder's edge bias zeroed (same weights otherwise)."""
+    torch.manual_seed(0)
+    kw = dict(n_obj=2, d_model=16, n_heads=2, n_layers=2, d_edge=8)
+    full = PMSAModel(**kw).double()
+    no_agg = PMSAModel(**kw, edge_aggregation=False).double()
+    no_dec = PMSAModel(**kw, decoder_edge_bias=False).double()
+    assert all(layer.edge_agg is None for layer in no_agg.layers) and no_dec.dec_edge_bias is None
+    for part in (no_agg, no_dec):
+        missing, unexpected = part.load_state_dict(full.state_dict(), strict=False)
+        assert not missing and unexpected
+    x = torch.rand(2, 7, 4, dtype=torch.float64)
+    lam = torch.tensor([[0.2, 0.8], [0.9, 0.1]], dtype=torch.float64)
+    assert no_dec.encode(x, lam)["edge_bias"] is None
+    ref_agg, ref_dec = PMSAModel(**kw).double(), PMSAModel(**kw).double()
+    ref_agg.load_state_dict(full.state_dict())
+    ref_dec.load_state_dict(full.state_dict())
+    with torch.no_grad():
+        for layer in ref_agg.layers:  # the edge update's output layer at 0: e stays e
+            layer.edge_agg.out.weight.zero_()
+            layer.edge_agg.out.bias.zero_()
+        ref_dec.dec_edge_bias.weight.zero_()
+        ref_dec.dec_edge_bias.bias.zero_()
+    first = torch.arange(7).expand(2, 7)
+    mask = torch.ones(2, 7, 7, dtype=torch.bool)
+    mask[:, torch.arange(7), torch.arange(7)] = False
+    for part, ref in ((no_agg, ref_agg), (no_dec, ref_dec)):
+        ea, eb = part.encode(x, lam), ref.encode(x, lam)
+        torch.testing.assert_close(ea["h"], eb["h"], rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(
+            part.logits(ea, first, first, mask),
+            ref.logits(eb, first, first, mask),
+            rtol=1e-10,
+            atol=1e-10,
+        )
+        tours, _ = rollout(part, x, lam, greedy=False)
+        assert is_tour(tours, 7)
+    # the full model differs from each (both parts matter for the output)
+    ef = full.encode(x, lam)
+    assert not torch.allclose(
+        full.logits(ef, first, first, mask),
+        no_agg.logits(no_agg.encode(x, lam), first, first, mask),
+    )

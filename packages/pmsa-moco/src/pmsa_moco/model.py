@@ -49,7 +49,9 @@ class EncoderLayer(nn.Module):
     Scores of head ``k``: ``q_i . k_j / sqrt(d_h) + w_k . e_ij + b_k``.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, d_edge: int | None) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, d_edge: int | None, aggregate: bool = True
+    ) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
@@ -58,7 +60,7 @@ class EncoderLayer(nn.Module):
         self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
         self.norm2 = nn.LayerNorm(d_model)
         self.edge_bias = nn.Linear(d_edge, n_heads) if d_edge else None
-        self.edge_agg = EdgeAggregation(d_model, d_edge) if d_edge else None
+        self.edge_agg = EdgeAggregation(d_model, d_edge) if d_edge and aggregate else None
 
     def forward(
         self, h: torch.Tensor, e: torch.Tensor | None
@@ -101,6 +103,10 @@ class PMSAModel(nn.Module):
         d_edge: Width of edge features (``(B, n, n, d_edge)`` tensors: keep it <= 16 on
             CPU at n = 100).
         edge_features: False gives the node-only network (:class:`NodeOnlyModel`).
+        edge_aggregation: False drops PMSA's part (2), the edge update after each layer
+            (the edges stay their preference-modulated input embedding); for ablations.
+        decoder_edge_bias: False drops the decoder's edge bias ``w . e_{current, j}``;
+            for ablations. Both are ignored without ``edge_features``.
 
     Shapes:
         ``forward(coords, prefs)`` is not defined; use :meth:`encode` then
@@ -123,6 +129,9 @@ class PMSAModel(nn.Module):
         d_ff: int | None = None,
         d_edge: int = 16,
         edge_features: bool = True,
+        *,
+        edge_aggregation: bool = True,
+        decoder_edge_bias: bool = True,
     ) -> None:
         super().__init__()
         self.n_obj = check_int("n_obj", n_obj, low=1)
@@ -133,12 +142,14 @@ class PMSAModel(nn.Module):
         n_layers = check_int("n_layers", n_layers, low=1)
         d_ff = 4 * d_model if d_ff is None else check_int("d_ff", d_ff, low=1)
         self.edge_features = bool(edge_features)
+        self.edge_aggregation = bool(edge_aggregation) and self.edge_features
+        self.decoder_edge_bias = bool(decoder_edge_bias) and self.edge_features
         self.d_edge = check_int("d_edge", d_edge, low=1) if self.edge_features else 0
         de = self.d_edge or None
         self.node_embed = nn.Linear(2 * n_obj, d_model)
         self.pref_embed = nn.Linear(n_obj, d_model)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, de) for _ in range(n_layers)
+            EncoderLayer(d_model, n_heads, d_ff, de, self.edge_aggregation) for _ in range(n_layers)
         )
         # decoder
         self.ctx_graph = nn.Linear(d_model, d_model, bias=False)
@@ -152,7 +163,9 @@ class PMSAModel(nn.Module):
                 nn.Linear(n_obj + 1, self.d_edge), nn.ReLU(), nn.Linear(self.d_edge, self.d_edge)
             )
             self.edge_film = nn.Linear(n_obj, 2 * self.d_edge)
-            self.dec_edge_bias = nn.Linear(self.d_edge, 1)
+        self.dec_edge_bias = (
+            nn.Linear(self.d_edge, 1) if self.edge_features and self.decoder_edge_bias else None
+        )
 
     def edge_embedding(self, coords: torch.Tensor, prefs: torch.Tensor) -> torch.Tensor:
         """Preference-modulated edge features ``(B, n, n, d_edge)`` (FiLM of the edge MLP)."""
@@ -189,7 +202,11 @@ class PMSAModel(nn.Module):
             "k": k,
             "v": v,
             "pref_ctx": self.ctx_pref(prefs),
-            "edge_bias": self.dec_edge_bias(e).squeeze(-1) if e is not None else None,
+            "edge_bias": (
+                self.dec_edge_bias(e).squeeze(-1)
+                if e is not None and self.dec_edge_bias is not None
+                else None
+            ),
         }
 
     def logits(
@@ -240,7 +257,7 @@ class PMSAModel(nn.Module):
                 if layer.edge_bias is not None:
                     layer.edge_bias.weight.zero_()
                     layer.edge_bias.bias.zero_()
-            if self.edge_features:
+            if self.dec_edge_bias is not None:
                 self.dec_edge_bias.weight.zero_()
                 self.dec_edge_bias.bias.zero_()
         return self
