@@ -102,7 +102,7 @@ def test_mergekit_merge_bad_input():
     base, tvs = _vectors(5)
     with pytest.raises(ValueError, match="method"):
         om.mergekit_merge(base, tvs, "slerp")
-    with pytest.raises(ValueError, match="empty|at least|task_vectors"):
+    with pytest.raises(ValueError, match=r"empty|at least|task_vectors"):
         om.mergekit_merge(base, [], "ties")
     with pytest.raises(TypeError, match="base"):
         om.mergekit_merge([1, 2], tvs, "ties")

@@ -2,8 +2,9 @@
 
 Task vectors (:class:`TaskVector`), task arithmetic with per-task / per-layer /
 per-module coefficients (:func:`merge`), TIES and DARE-TIES (:func:`ties_merge`,
-:func:`dare_ties_merge`; mergekit's own through :func:`mergekit_merge`), and :class:`OPIC`, which fits the coefficients with CMA-ES
-on the merged model's k-shot log-likelihood of self-generated data (no labels).
+:func:`dare_ties_merge`; mergekit's own through :func:`mergekit_merge`), and
+:class:`OPIC`, which fits the coefficients with CMA-ES on the merged model's k-shot
+log-likelihood of self-generated data (no labels).
 """
 
 from importlib.metadata import PackageNotFoundError, version
