@@ -18,15 +18,15 @@ import torch
 from icml26_core.timing import compare_times
 
 torch.set_num_threads(1)
-H, I, KV = 576, 1536, 192  # SmolLM2-135M: hidden, MLP, key/value width
+H, FF, KV = 576, 1536, 192  # SmolLM2-135M: hidden, MLP, key/value width
 shapes = {
     "self_attn.q_proj.weight": (H, H),
     "self_attn.k_proj.weight": (KV, H),
     "self_attn.v_proj.weight": (KV, H),
     "self_attn.o_proj.weight": (H, H),
-    "mlp.gate_proj.weight": (I, H),
-    "mlp.up_proj.weight": (I, H),
-    "mlp.down_proj.weight": (H, I),
+    "mlp.gate_proj.weight": (FF, H),
+    "mlp.up_proj.weight": (FF, H),
+    "mlp.down_proj.weight": (H, FF),
     "input_layernorm.weight": (H,),
     "post_attention_layernorm.weight": (H,),
 }
@@ -75,8 +75,7 @@ for label, fa, fb in cases:
     cmp = compare_times(fa, fb, repeats=7, warmup=1, names=("opic_merging", "mergekit"))
     ev = cmp.speedup(at_least=1.0)
     lines.append(
-        f"{label}: ours median {cmp.median_a:.3f} s, mergekit {cmp.median_b:.3f} s; "
-        f"{ev.summary()}"
+        f"{label}: ours median {cmp.median_a:.3f} s, mergekit {cmp.median_b:.3f} s; {ev.summary()}"
     )
 end = os.times()
 lines.append(
