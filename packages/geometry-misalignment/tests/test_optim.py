@@ -106,7 +106,9 @@ def test_wng_on_least_squares_is_one_gauss_newton_step():
 def _one_step(solver, model_fn, x, y, damping, **kw):
     torch.manual_seed(0)
     model = model_fn()
-    opt = WassersteinNaturalGradient(model.parameters(), lr=1.0, damping=damping, solver=solver, **kw)
+    opt = WassersteinNaturalGradient(
+        model.parameters(), lr=1.0, damping=damping, solver=solver, **kw
+    )
     opt.step(_linear_closure(model, x, y))
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     return flat, opt
@@ -147,7 +149,7 @@ def test_exact_solve_of_a_singular_metric_is_the_minimum_norm_cg_solution():
     def lin():
         return torch.nn.Linear(3, 2, bias=False).double()
 
-    cg, o_cg = _one_step("cg", lin, x, y, 0.0)
+    cg, _ = _one_step("cg", lin, x, y, 0.0)
     ex, o_ex = _one_step("exact", lin, x, y, 0.0)
     assert o_ex.last_cg_residual < 1e-8
     torch.testing.assert_close(ex, cg, rtol=1e-7, atol=1e-9)
