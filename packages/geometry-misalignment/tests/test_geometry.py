@@ -57,6 +57,9 @@ def test_metric_vector_product_equals_jtjv_on_a_small_mlp():
     op = MetricOperator(mlp(x), params)
     v = torch.randn(op.dim, dtype=torch.float64)
     torch.testing.assert_close(op.matvec(v), G_ref @ v, rtol=1e-10, atol=1e-12)
+    # the dense Jacobian and G of the exact solve (one vectorized reverse pass)
+    torch.testing.assert_close(op.jacobian(), J, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(op.dense(), G_ref, rtol=1e-10, atol=1e-12)
 
 
 def test_lanczos_bounds_the_spectrum_from_inside_and_is_exact_at_full_dimension():

@@ -94,12 +94,88 @@ def test_wng_on_least_squares_is_one_gauss_newton_step():
     x = torch.randn(50, 4, generator=g, dtype=torch.float64) * torch.tensor([1.0, 3, 10, 30])
     y = x @ torch.randn(4, 2, generator=g, dtype=torch.float64) + 1.0
     model = torch.nn.Linear(4, 2).double()
-    opt = WassersteinNaturalGradient(model.parameters(), lr=1.0, damping=0.0)
+    opt = WassersteinNaturalGradient(model.parameters(), lr=1.0, damping=0.0, solver="cg")
     opt.step(_linear_closure(model, x, y))
     loss, _ = _linear_closure(model, x, y)()
     assert float(loss.detach()) < 1e-16
+    assert opt.last_solver == "cg"
     assert opt.last_cg_iters <= 10  # <= 5 distinct eigenvalues, + rounding
     assert model.weight.grad is not None
+
+
+def _one_step(solver, model_fn, x, y, damping, **kw):
+    torch.manual_seed(0)
+    model = model_fn()
+    opt = WassersteinNaturalGradient(
+        model.parameters(), lr=1.0, damping=damping, solver=solver, **kw
+    )
+    opt.step(_linear_closure(model, x, y))
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    return flat, opt
+
+
+def _mlp():
+    return torch.nn.Sequential(
+        torch.nn.Linear(3, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2)
+    ).double()
+
+
+def test_exact_and_cg_solves_agree_on_a_small_mlp():
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(60, 3, generator=g, dtype=torch.float64) * torch.tensor([1.0, 3.0, 10.0])
+    y = torch.randn(60, 2, generator=g, dtype=torch.float64)
+    cg, o_cg = _one_step("cg", _mlp, x, y, 1e-3, cg_iters=200, cg_tol=1e-13)
+    ex, o_ex = _one_step("exact", _mlp, x, y, 1e-3)
+    assert o_cg.last_solver == "cg" and o_ex.last_solver == "exact"
+    assert o_cg.last_cg_residual < 1e-10 and o_ex.last_cg_residual < 1e-10
+    torch.testing.assert_close(ex, cg, rtol=1e-7, atol=1e-9)
+    # 'auto' takes the exact solve at this size (32 entries <= exact_max_dim = 512)
+    auto, o_auto = _one_step("auto", _mlp, x, y, 1e-3)
+    assert o_auto.last_solver == "exact"
+    torch.testing.assert_close(auto, ex, rtol=0, atol=0)
+    # and CG above exact_max_dim
+    _, o_big = _one_step("auto", _mlp, x, y, 1e-3, exact_max_dim=31)
+    assert o_big.last_solver == "cg" and o_big.last_cg_iters > 0
+
+
+def test_exact_solve_of_a_singular_metric_is_the_minimum_norm_cg_solution():
+    # a duplicated input column: G is singular, damping 0, so Cholesky fails and the
+    # exact path takes pinv(G) grad, the point CG started at zero converges to
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(40, 2, generator=g, dtype=torch.float64)
+    x = torch.cat([x, x[:, :1]], 1)
+    y = torch.randn(40, 2, generator=g, dtype=torch.float64)
+
+    def lin():
+        return torch.nn.Linear(3, 2, bias=False).double()
+
+    cg, _ = _one_step("cg", lin, x, y, 0.0)
+    ex, o_ex = _one_step("exact", lin, x, y, 0.0)
+    assert o_ex.last_cg_residual < 1e-8
+    torch.testing.assert_close(ex, cg, rtol=1e-7, atol=1e-9)
+
+
+def test_exact_solver_on_a_large_model_raises_naming_the_limit():
+    big = torch.nn.Linear(30, 30)  # 930 entries > 512
+    with pytest.raises(ValueError, match=r"solver='exact'.*exact_max_dim=512"):
+        WassersteinNaturalGradient(big.parameters(), solver="exact")
+    with pytest.raises(ValueError, match=r"exact_max_dim=100"):
+        CalibratedOptimizer(big.parameters(), solver="exact", exact_max_dim=100)
+    WassersteinNaturalGradient(big.parameters(), solver="exact", exact_max_dim=1000)  # ok
+    with pytest.raises(ValueError, match="solver must be one of"):
+        WassersteinNaturalGradient(big.parameters(), solver="lu")
+    with pytest.raises(ValueError, match="exact_max_dim"):
+        WassersteinNaturalGradient(big.parameters(), exact_max_dim=0)
+    # unfrozen after construction: the step raises before touching the parameters
+    small = torch.nn.Linear(30, 1).double()
+    small.weight.requires_grad_(False)
+    opt = WassersteinNaturalGradient(small.parameters(), solver="exact", exact_max_dim=10)
+    small.weight.requires_grad_(True)
+    before = small.weight.detach().clone()
+    x = torch.randn(8, 30, dtype=torch.float64)
+    with pytest.raises(ValueError, match="exact_max_dim=10"):
+        opt.step(lambda: ((small(x) ** 2).mean(), small(x)))
+    torch.testing.assert_close(small.weight.detach(), before)
 
 
 def _calibrated_run(scale, threshold=10.0):

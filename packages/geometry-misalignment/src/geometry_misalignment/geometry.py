@@ -102,6 +102,45 @@ class MetricOperator:
         )
         return jv
 
+    def jacobian(self) -> Tensor:
+        """The dense Jacobian ``J``, shape ``(outputs.numel(), dim)``, in the parameters' dtype.
+
+        Row ``k`` is the derivative of the ``k``-th entry of ``outputs`` (flattened in
+        C order) with respect to the flat parameter vector. Formed from ``dim``
+        Jacobian-vector products in one vectorized reverse pass
+        (``is_grads_batched``); where an operation has no batching rule, one product
+        per parameter entry. Memory: ``outputs.numel() * dim`` entries, so this is for
+        small models (the exact solve of :class:`~geometry_misalignment.optim.
+        WassersteinNaturalGradient`) and tests.
+        """
+        dtype = self.params[0].dtype
+        eye = torch.eye(self.dim, dtype=dtype, device=self.outputs.device)
+        cols, i = [], 0
+        for p in self.params:
+            cols.append(eye[:, i : i + p.numel()].reshape(self.dim, *p.shape).to(p.dtype))
+            i += p.numel()
+        used = [(g, v) for g, v in zip(self._jt_u, cols, strict=True) if g.requires_grad]
+        if not used:
+            return torch.zeros(
+                self.outputs.numel(), self.dim, dtype=dtype, device=self.outputs.device
+            )
+        try:
+            (jb,) = torch.autograd.grad(
+                [g for g, _ in used],
+                self._u,
+                [v for _, v in used],
+                retain_graph=True,
+                is_grads_batched=True,
+            )
+        except RuntimeError:  # an op without a batching rule: one product per column
+            jb = torch.stack([self.jvp(e) for e in eye])
+        return jb.reshape(self.dim, -1).T
+
+    def dense(self) -> Tensor:
+        """The dense ``G = J^T J / n``, shape ``(dim, dim)``, float64 (see :meth:`jacobian`)."""
+        J = self.jacobian().to(torch.float64)
+        return J.T @ J / self.n
+
     def matvec(self, vector: Tensor) -> Tensor:
         """``G v`` for a flat ``vector`` (length :attr:`dim`); returns a flat tensor."""
         self.calls += 1

@@ -23,7 +23,13 @@ from torch import Tensor
 
 from geometry_misalignment.geometry import MetricOperator, lanczos_extremes
 
-__all__ = ["CalibratedOptimizer", "WassersteinNaturalGradient", "conjugate_gradient"]
+__all__ = [
+    "EXACT_MAX_DIM",
+    "SOLVERS",
+    "CalibratedOptimizer",
+    "WassersteinNaturalGradient",
+    "conjugate_gradient",
+]
 
 Closure = Callable[[], tuple[Tensor, Tensor]]
 
@@ -128,6 +134,48 @@ def _natural_direction(
     return op.unflatten(s), iters, res
 
 
+def _exact_direction(
+    op: MetricOperator, grads: list[Tensor], damping: Tensor
+) -> tuple[list[Tensor], float]:
+    """``(G + damping I)^-1 grad`` with G formed densely, in float64.
+
+    Cholesky where ``G + damping I`` is positive definite; otherwise (a singular G
+    with zero damping) the minimum-norm solution ``pinv(G) grad``, the point CG
+    started at zero converges to (``grad`` lies in the range of G).
+    """
+    g = op.flatten(grads).to(torch.float64)
+    A = op.dense() + torch.diag(damping)
+    L, info = torch.linalg.cholesky_ex(A)
+    if int(info) == 0:
+        s = torch.cholesky_solve(g[:, None], L)[:, 0]
+    else:
+        s = torch.linalg.pinv(A, hermitian=True) @ g
+    g_norm = float(g.norm())
+    res = float((A @ s - g).norm()) / g_norm if g_norm > 0 else 0.0
+    return op.unflatten(s), res
+
+
+SOLVERS = ("auto", "cg", "exact")
+EXACT_MAX_DIM = 512  # "auto" forms G densely up to this many parameter entries
+
+
+def _check_solver(solver: object, exact_max_dim: object, dim: int) -> tuple[str, int]:
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    max_dim = check_int("exact_max_dim", exact_max_dim, low=1)
+    if solver == "exact" and dim > max_dim:
+        raise ValueError(
+            f"solver='exact' forms the {dim} x {dim} metric G, above exact_max_dim={max_dim} "
+            "parameter entries: use solver='cg' (or 'auto', which switches to CG above it), "
+            "or raise exact_max_dim"
+        )
+    return str(solver), max_dim
+
+
+def _n_trainable(groups: list[dict[str, Any]]) -> int:
+    return sum(p.numel() for p, _ in _trainable(groups))
+
+
 def _trainable(groups: list[dict[str, Any]]) -> list[tuple[Tensor, dict[str, Any]]]:
     return [(p, g) for g in groups for p in g["params"] if p.requires_grad]
 
@@ -141,7 +189,9 @@ def _natural_step(
     damping_key: str,
     cg_iters: int,
     cg_tol: float,
-) -> tuple[int, float]:
+    solver: str = "cg",
+    exact_max_dim: int = EXACT_MAX_DIM,
+) -> tuple[str, int, float]:
     pairs = _trainable(groups)
     params = [p for p, _ in pairs]
     grads = _gradients(loss, params)
@@ -149,20 +199,32 @@ def _natural_step(
     damping = torch.cat(
         [torch.full((p.numel(),), float(g[damping_key]), dtype=torch.float64) for p, g in pairs]
     ).to(outputs.device)
-    direction, iters, res = _natural_direction(op, grads, damping, cg_iters, cg_tol)
+    _check_solver(solver, exact_max_dim, op.dim)  # parameters may have been unfrozen
+    if solver == "exact" or (solver == "auto" and op.dim <= exact_max_dim):
+        direction, res = _exact_direction(op, grads, damping)
+        used, iters = "exact", 0
+    else:
+        direction, iters, res = _natural_direction(op, grads, damping, cg_iters, cg_tol)
+        used = "cg"
     with torch.no_grad():
         for (p, g), s in zip(pairs, direction, strict=True):
             p.add_(s.to(p.dtype), alpha=-float(g[lr_key]))
-    return iters, res
+    return used, iters, res
 
 
 class WassersteinNaturalGradient(torch.optim.Optimizer):
     """Geometry-aware steps ``theta <- theta - lr (G + damping I)^-1 grad F``.
 
     G is the Wasserstein information matrix of the batch the closure pushes forward
-    (see :mod:`geometry_misalignment.geometry`); the solve is conjugate gradients on
-    metric-vector products (two reverse passes each), exact once the CG iterations
-    reach the number of distinct eigenvalues of G. With ``lr = 1`` a step moves each
+    (see :mod:`geometry_misalignment.geometry`). Two solves: ``"cg"``, conjugate
+    gradients on metric-vector products (two reverse passes each; G is never formed),
+    exact once the CG iterations reach the number of distinct eigenvalues of G; and
+    ``"exact"``, G formed densely from the Jacobian (one vectorized reverse pass for
+    all ``dim`` Jacobian-vector products) and ``G + damping I`` solved by Cholesky in
+    float64 (the pseudo-inverse where it is singular, the minimum-norm solution CG
+    also converges to). ``"auto"`` (the default) takes the exact solve for models
+    with at most ``exact_max_dim`` trainable parameter entries and CG above. With
+    ``lr = 1`` a step moves each
     particle ``T_theta(x_i)`` by about ``-n dF/dT(x_i)``, the Wasserstein gradient, as
     far as the model can follow it.
 
@@ -174,11 +236,24 @@ class WassersteinNaturalGradient(torch.optim.Optimizer):
             units per squared parameter unit).
         cg_iters: Most CG iterations per step, >= 1.
         cg_tol: CG stops at this relative residual.
+        solver: ``"auto"``, ``"cg"`` or ``"exact"`` (see above).
+        exact_max_dim: Most trainable parameter entries for the exact solve, >= 1
+            (default 512: the dense J has ``outputs.numel() * dim`` entries and the
+            Cholesky costs ``dim^3 / 3`` flops). ``"auto"`` switches to CG above it;
+            ``"exact"`` raises above it.
+
+    Attributes:
+        last_solver: ``"cg"`` or ``"exact"``, the solve the last step used.
+        last_cg_iters: CG iterations of the last step (0 for the exact solve).
+        last_cg_residual: Relative residual ``|(G + damping I) s - grad| / |grad|`` of
+            the last step's solve.
 
     Raises:
-        ValueError: On a bad argument (named in the message); at ``step`` on a missing
-            closure or a non-finite loss. TypeError: on a closure that does not return
-            ``(loss, outputs)``.
+        ValueError: On a bad argument (named in the message), including
+            ``solver="exact"`` with more than ``exact_max_dim`` trainable parameter
+            entries (at construction, or at ``step`` if parameters were unfrozen);
+            at ``step`` on a missing closure or a non-finite loss. TypeError: on a
+            closure that does not return ``(loss, outputs)``.
     """
 
     def __init__(
@@ -189,6 +264,8 @@ class WassersteinNaturalGradient(torch.optim.Optimizer):
         *,
         cg_iters: int = 50,
         cg_tol: float = 1e-10,
+        solver: str = "auto",
+        exact_max_dim: int = EXACT_MAX_DIM,
     ) -> None:
         defaults = {
             "lr": check_float("lr", lr, low=0.0, low_inclusive=False),
@@ -197,6 +274,10 @@ class WassersteinNaturalGradient(torch.optim.Optimizer):
         self.cg_iters = check_int("cg_iters", cg_iters, low=1)
         self.cg_tol = check_float("cg_tol", cg_tol, low=0.0)
         super().__init__(params, defaults)
+        self.solver, self.exact_max_dim = _check_solver(
+            solver, exact_max_dim, _n_trainable(self.param_groups)
+        )
+        self.last_solver = ""
         self.last_cg_iters = 0
         self.last_cg_residual = 0.0
 
@@ -205,7 +286,7 @@ class WassersteinNaturalGradient(torch.optim.Optimizer):
         """One preconditioned step; returns the loss before the step."""
         loss, outputs = _call(closure, type(self).__name__)
         with torch.enable_grad():
-            self.last_cg_iters, self.last_cg_residual = _natural_step(
+            self.last_solver, self.last_cg_iters, self.last_cg_residual = _natural_step(
                 self.param_groups,
                 loss,
                 outputs,
@@ -213,6 +294,8 @@ class WassersteinNaturalGradient(torch.optim.Optimizer):
                 damping_key="damping",
                 cg_iters=self.cg_iters,
                 cg_tol=self.cg_tol,
+                solver=self.solver,
+                exact_max_dim=self.exact_max_dim,
             )
         return loss.detach()
 
@@ -234,6 +317,9 @@ class CalibratedOptimizer(torch.optim.Optimizer):
         damping: Damping of G, >= 0.
         n_iter: Lanczos iterations per estimate, >= 2.
         cg_iters: CG iterations per preconditioned step, >= 1.
+        solver: Solve of the preconditioned steps, ``"auto"``, ``"cg"`` or ``"exact"``
+            (as :class:`WassersteinNaturalGradient`).
+        exact_max_dim: Most trainable parameter entries for the exact solve, >= 1.
         **base_kwargs: Passed to ``base`` (e.g. ``lr=1e-2``).
 
     Attributes:
@@ -256,6 +342,8 @@ class CalibratedOptimizer(torch.optim.Optimizer):
         damping: float = 1e-8,
         n_iter: int = 20,
         cg_iters: int = 50,
+        solver: str = "auto",
+        exact_max_dim: int = EXACT_MAX_DIM,
         **base_kwargs: Any,
     ) -> None:
         if not (isinstance(base, type) and issubclass(base, torch.optim.Optimizer)):
@@ -271,6 +359,9 @@ class CalibratedOptimizer(torch.optim.Optimizer):
         }
         # Same group dicts as the base optimizer: lr schedulers act on both.
         super().__init__(self.base.param_groups, defaults)
+        self.solver, self.exact_max_dim = _check_solver(
+            solver, exact_max_dim, _n_trainable(self.param_groups)
+        )
         self.kappa = float("nan")
         self.preconditioning = False
         self.n_preconditioned = 0
@@ -304,6 +395,8 @@ class CalibratedOptimizer(torch.optim.Optimizer):
                     damping_key="damping",
                     cg_iters=self.cg_iters,
                     cg_tol=1e-10,
+                    solver=self.solver,
+                    exact_max_dim=self.exact_max_dim,
                 )
                 self.n_preconditioned += 1
             else:
