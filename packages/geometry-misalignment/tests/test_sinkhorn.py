@@ -112,6 +112,8 @@ def test_bad_input_names_the_argument():
         sinkhorn_divergence(x, torch.randn(5, 3))
     with pytest.raises(ValueError, match="empty"):
         sinkhorn_divergence(torch.empty(0, 2), x)
+    with pytest.raises(ValueError, match="x is empty"):  # an empty batch, not only empty clouds
+        SinkhornLoss()(torch.randn(0, 20, 3), torch.randn(0, 25, 3))
     with pytest.raises(ValueError, match="NaN"):
         sinkhorn_divergence(torch.full((3, 2), math.nan), x)
     with pytest.raises(ValueError, match="p"):

@@ -34,7 +34,7 @@ def _check_cloud(name: str, value: Any, *, batched: bool = False) -> Tensor:
     if value.dim() != want:
         shape = "(batch, n, d)" if batched else "(n, d)"
         raise ValueError(f"{name} must have shape {shape}, got {tuple(value.shape)}")
-    if value.shape[-2] == 0 or value.shape[-1] == 0:
+    if value.numel() == 0:
         raise ValueError(f"{name} is empty: shape {tuple(value.shape)}")
     if not bool(torch.isfinite(value).all()):
         raise ValueError(f"{name} contains NaN or inf")
