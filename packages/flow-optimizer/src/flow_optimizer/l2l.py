@@ -36,7 +36,7 @@ import torch
 from icml26_core.validation import check_float, check_int
 from torch import nn
 
-from flow_optimizer.optimizer import OptResult, _bounds, _check_sampler, _evaluate
+from flow_optimizer.optimizer import OptResult, _bounds, _evaluate, _meta_train
 from flow_optimizer.problems import Problem
 
 __all__ = ["LSTMOptimizer", "preprocess_gradient"]
@@ -245,21 +245,13 @@ class LSTMOptimizer:
             ValueError: On a non-positive count or learning rate.
             TypeError: If ``problem_sampler`` is not callable.
         """
-        iterations = check_int("iterations", iterations, low=1)
-        B = check_int("instances_per_iteration", instances_per_iteration, low=1)
-        lr = check_float("lr", lr, low=0.0, low_inclusive=False)
-        _check_sampler(problem_sampler)
-        rng = np.random.default_rng(seed)
-        g = torch.Generator().manual_seed(int(seed))
-        opt = torch.optim.Adam(self.net.parameters(), lr=lr)
-        losses = []
-        for it in range(iterations):
-            loss = sum(self._unrolled_loss(problem_sampler(rng), g) for _ in range(B)) / B
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
-            opt.step()
-            losses.append(float(loss.detach()))
-            if callback is not None:
-                callback(it, losses[-1])
-        return losses
+        return _meta_train(
+            self.net,
+            self._unrolled_loss,
+            problem_sampler,
+            iterations=iterations,
+            instances_per_iteration=instances_per_iteration,
+            lr=lr,
+            seed=seed,
+            callback=callback,
+        )

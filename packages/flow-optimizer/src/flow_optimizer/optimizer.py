@@ -182,6 +182,42 @@ def _bounds(problem: Problem, dtype: Any, device: Any) -> tuple[torch.Tensor, to
     )
 
 
+def _meta_train(
+    net: nn.Module,
+    unrolled_loss: Callable[[Problem, torch.Generator], torch.Tensor],
+    problem_sampler: Any,
+    *,
+    iterations: Any,
+    instances_per_iteration: Any,
+    lr: Any,
+    seed: int,
+    callback: Callable[[int, float], None] | None,
+) -> list[float]:
+    """Adam on ``net`` over the mean unrolled loss of fresh instances (clip norm 1).
+
+    The meta-training loop shared by :class:`FlowOptimizer` and the LSTM baseline, so
+    both learn under the same optimizer, clipping and instance draws.
+    """
+    iterations = check_int("iterations", iterations, low=1)
+    B = check_int("instances_per_iteration", instances_per_iteration, low=1)
+    lr = check_float("lr", lr, low=0.0, low_inclusive=False)
+    _check_sampler(problem_sampler)
+    rng = np.random.default_rng(seed)
+    g = torch.Generator().manual_seed(int(seed))
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    losses: list[float] = []
+    for it in range(iterations):
+        loss = sum(unrolled_loss(problem_sampler(rng), g) for _ in range(B)) / B
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+        if callback is not None:
+            callback(it, losses[-1])
+    return losses
+
+
 def _check_sampler(problem_sampler: Any) -> None:
     if not callable(problem_sampler):
         raise TypeError(
@@ -457,24 +493,16 @@ class FlowOptimizer:
             ValueError: On a non-positive count or learning rate.
             TypeError: If ``problem_sampler`` is not callable or draws a non-problem.
         """
-        iterations = check_int("iterations", iterations, low=1)
-        B = check_int("instances_per_iteration", instances_per_iteration, low=1)
-        lr = check_float("lr", lr, low=0.0, low_inclusive=False)
-        _check_sampler(problem_sampler)
-        rng = np.random.default_rng(seed)
-        g = torch.Generator().manual_seed(int(seed))
-        opt = torch.optim.Adam(self.field.parameters(), lr=lr)
-        losses = []
-        for it in range(iterations):
-            loss = sum(self._unrolled_loss(problem_sampler(rng), g) for _ in range(B)) / B
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(self.field.parameters(), 1.0)
-            opt.step()
-            losses.append(float(loss.detach()))
-            if callback is not None:
-                callback(it, losses[-1])
-        return losses
+        return _meta_train(
+            self.field,
+            self._unrolled_loss,
+            problem_sampler,
+            iterations=iterations,
+            instances_per_iteration=instances_per_iteration,
+            lr=lr,
+            seed=seed,
+            callback=callback,
+        )
 
     # --- persistence ------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
