@@ -50,18 +50,7 @@ def test_torchao_peer_runs_on_the_mlp_and_the_lm():
     pytest.importorskip("torchao")
     out = train(TORCHAO, "bf16", seed=0, data=_data(), lr=1e-3, lr_mult=1e-2, steps=3, hidden=8)
     assert math.isfinite(out["loss"]) and 0.0 <= out["acc"] <= 1.0
-    lm = train_lm_run(
-        TORCHAO,
-        "bf16",
-        seed=0,
-        data=_tiny_lm_data(),
-        lr=1e-2,
-        lr_mult=1e-2,
-        steps=3,
-        batch=2,
-        seq_len=16,
-        eval_batches=1,
-    )
+    lm = _tiny_lm_run(TORCHAO, "bf16", _tiny_lm_data(), steps=3)
     assert 4.0 < lm["loss"] < 7.0
     assert math.isclose(lm["weight_bytes_per_param"], 2.0, rel_tol=1e-6)
     assert all(0.0 <= s <= 1.0 for s in lm["stuck_deciles"])
@@ -82,24 +71,28 @@ def _tiny_lm_data():
     }
 
 
+def _tiny_lm_run(method, fmt, data, *, steps):
+    return train_lm_run(
+        method,
+        fmt,
+        seed=0,
+        data=data,
+        lr=1e-2,
+        lr_mult=1e-2,
+        steps=steps,
+        batch=2,
+        seq_len=16,
+        eval_batches=1,
+    )
+
+
 def test_lm_run_every_method_and_bytes():
     pytest.importorskip("transformers")
     data = _tiny_lm_data()
     out = {}
     pytest.importorskip("optimi")
     for method, fmt in [(REFERENCE, "fp32")] + [(m, "bf16") for m in (*LM_METHODS, KAHAN)]:
-        out[method] = train_lm_run(
-            method,
-            fmt,
-            seed=0,
-            data=data,
-            lr=1e-2,
-            lr_mult=1e-2,
-            steps=3,
-            batch=2,
-            seq_len=16,
-            eval_batches=1,
-        )
+        out[method] = _tiny_lm_run(method, fmt, data, steps=3)
         # random bytes: the loss stays near ln 256, far from 0
         assert 4.0 < out[method]["loss"] < 7.0, method
         assert len(out[method]["stuck_deciles"]) == 10
@@ -110,31 +103,9 @@ def test_lm_run_every_method_and_bytes():
     assert math.isclose(out[KAHAN]["weight_bytes_per_param"], 4.0, rel_tol=1e-6)
     assert out[REFERENCE]["stuck_mean"] < out["Adam-nearest"]["stuck_mean"]
     with pytest.raises(ValueError, match="fmt"):
-        train_lm_run(
-            KAHAN,
-            "fp8_e4m3",
-            seed=0,
-            data=data,
-            lr=1e-2,
-            lr_mult=1e-2,
-            steps=1,
-            batch=2,
-            seq_len=16,
-            eval_batches=1,
-        )
+        _tiny_lm_run(KAHAN, "fp8_e4m3", data, steps=1)
     with pytest.raises(ValueError, match="method"):
-        train_lm_run(
-            "Madam",
-            "bf16",
-            seed=0,
-            data=data,
-            lr=1e-2,
-            lr_mult=1e-2,
-            steps=1,
-            batch=2,
-            seq_len=16,
-            eval_batches=1,
-        )
+        _tiny_lm_run("Madam", "bf16", data, steps=1)
 
 
 def test_both_rates_schedule_scales_lr_mult_with_lr():
